@@ -1,0 +1,198 @@
+"""Decoding: cached (linear-time) greedy and beam search, and the naive quadratic reference.
+
+In: a `ByteNet` and source ids int32 `(batch, S)` (EOS-framed, PAD-padded). Out: output ids
+int32 `(batch, L)`, ending in EOS_ID and padded with PAD_ID after it (a row that reaches its
+length bound has no EOS). `pipelines.byte_codec.decode` turns them into strings.
+
+Cached decoding follows Fast WaveNet (Paine et al. 2016, arXiv:1611.09482): the encoder runs
+once, and each causal dilated convolution keeps a queue of the `(kernel_size - 1) * dilation`
+inputs it still needs, so one output byte costs one position per layer: O(L) for L bytes. The
+naive decoder re-runs the whole decoder on the prefix for every byte, O(L^2); it is kept as the
+reference that cached decoding must equal.
+
+**Dynamic unfolding** bounds each row's output at `ceil(unfold_a * bytes + unfold_b) + margin`,
+where `bytes` is the source length without EOS. Decoding stops early once every row has emitted
+EOS (unless `ignore_eos`, which forces the full bound for benchmarks).
+
+All functions are graph-friendly (`tf.while_loop`), take and return integer tensors only, and so
+can be wrapped in `tf.function(jit_compile=True)` and exported.
+"""
+
+import tensorflow as tf
+
+from pipelines.byte_codec import BOS_ID, EOS_ID, PAD_ID
+
+DEFAULT_MARGIN = 10
+
+
+def output_limits(model, source, margin=DEFAULT_MARGIN, max_output_length=None):
+    """Per-row output bound from dynamic unfolding: int32 `(batch,)`."""
+    source_bytes = tf.reduce_sum(tf.cast(tf.not_equal(source, PAD_ID), tf.float32), axis=1) - 1.0
+    limits = tf.cast(tf.math.ceil(model.unfold_a * tf.maximum(source_bytes, 0.0)
+                                  + model.unfold_b), tf.int32) + margin
+    if max_output_length is not None:
+        limits = tf.minimum(limits, max_output_length)
+    return tf.maximum(limits, 1)
+
+
+def _prepare(model, source, margin, max_output_length):
+    source = tf.convert_to_tensor(source, tf.int32)
+    limits = output_limits(model, source, margin, max_output_length)
+    steps = tf.maximum(tf.reduce_max(tf.concat([limits, [1]], 0)), 1)
+    encoded = model.encode(source, training=False)
+    # Past the end of the source the decoder sees zero vectors (dynamic unfolding).
+    encoded = tf.pad(encoded, [[0, 0], [0, tf.maximum(steps - tf.shape(encoded)[1], 0)], [0, 0]])
+    return source, limits, steps, encoded
+
+
+def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
+                  ignore_eos=False, return_logits=False):
+    """Cached greedy decoding.
+
+    Args:
+        model: a `ByteNet`.
+        source: int32 `(batch, S)`.
+        margin: int, bytes added to the unfolding bound.
+        max_output_length: int or None, a hard cap on the output length.
+        ignore_eos: bool, decode every row to its bound (for timing).
+        return_logits: bool, also return float32 logits `(batch, L, VOCAB_SIZE)`.
+
+    Returns:
+        int32 ids `(batch, L)`, and the logits when `return_logits`.
+    """
+    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
+    batch = tf.shape(source)[0]
+    state = model.initial_decoder_state(batch)
+    # Decoding may stop before `steps`, so the arrays grow as they are written.
+    ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None])
+    all_logits = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[None, None])
+
+    def cond(t, previous, finished, state, ids, all_logits):
+        running = tf.logical_not(tf.reduce_all(finished))
+        return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
+
+    def body(t, previous, finished, state, ids, all_logits):
+        logits, state = model.decoder_step(encoded[:, t], previous, state)
+        if return_logits:
+            all_logits = all_logits.write(t, logits)
+        chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        chosen = tf.where(finished, PAD_ID, chosen)
+        ids = ids.write(t, chosen)
+        finished = finished | (tf.equal(chosen, EOS_ID) & (not ignore_eos)) | (t + 1 >= limits)
+        return t + 1, chosen, finished, state, ids, all_logits
+
+    _, _, _, _, ids, all_logits = tf.while_loop(
+        cond, body,
+        (tf.constant(0), tf.fill([batch], BOS_ID), tf.zeros([batch], tf.bool), state, ids,
+         all_logits))
+    output = tf.reshape(tf.transpose(ids.stack(), [1, 0]), [batch, -1])
+    if return_logits:
+        vocab = model.output_projection.filters
+        return output, tf.reshape(tf.transpose(all_logits.stack(), [1, 0, 2]), [batch, -1, vocab])
+    return output
+
+
+def naive_greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
+                        ignore_eos=False, return_logits=False):
+    """Greedy decoding that re-runs the full decoder on the prefix for every byte: O(L^2).
+
+    Same arguments and results as `greedy_decode`; the reference it must equal.
+    """
+    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
+    batch = tf.shape(source)[0]
+    vocab = model.output_projection.filters
+    prefix = tf.fill([batch, 1], BOS_ID)
+    logits_so_far = tf.zeros([batch, 0, vocab])
+
+    def cond(t, prefix, finished, logits_so_far):
+        running = tf.logical_not(tf.reduce_all(finished))
+        return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
+
+    def body(t, prefix, finished, logits_so_far):
+        logits = model.decode(encoded[:, :t + 1], prefix, training=False)[:, -1]
+        if return_logits:
+            logits_so_far = tf.concat([logits_so_far, logits[:, tf.newaxis]], axis=1)
+        chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        chosen = tf.where(finished, PAD_ID, chosen)
+        finished = finished | (tf.equal(chosen, EOS_ID) & (not ignore_eos)) | (t + 1 >= limits)
+        return t + 1, tf.concat([prefix, chosen[:, tf.newaxis]], axis=1), finished, logits_so_far
+
+    _, prefix, _, logits_so_far = tf.while_loop(
+        cond, body, (tf.constant(0), prefix, tf.zeros([batch], tf.bool), logits_so_far),
+        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]),
+                          tf.TensorShape([None]), tf.TensorShape([None, None, vocab])))
+    if return_logits:
+        return prefix[:, 1:], logits_so_far
+    return prefix[:, 1:]
+
+
+def _length_penalty(length, alpha):
+    # GNMT (Wu et al. 2016): ((5 + length) / 6) ** alpha.
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFAULT_MARGIN,
+                       max_output_length=None):
+    """Cached beam search; the caches of every beam are reordered after each step.
+
+    Finished beams are extended with PAD at no cost; among the final beams the one with the
+    best length-normalized log-probability (score / ((5 + length) / 6) ** `length_alpha`) wins.
+
+    Args:
+        model: a `ByteNet`.
+        source: int32 `(batch, S)`.
+        beam_size: int >= 1.
+        length_alpha: float, 0 for no length normalization.
+        margin, max_output_length: as in `greedy_decode`.
+
+    Returns:
+        int32 ids `(batch, L)`.
+    """
+    if beam_size < 1:
+        raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
+    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
+    batch = tf.shape(source)[0]
+    k = beam_size
+    flat = batch * k
+    encoded = tf.repeat(encoded, k, axis=0)  # (batch * k, steps, hidden)
+    limits = tf.repeat(limits, k, axis=0)
+    state = model.initial_decoder_state(flat)
+    # Only the first beam is live at the start, so the k beams do not all pick the same byte.
+    scores = tf.tile(tf.concat([[0.0], tf.fill([k - 1], -1e9)], 0)[tf.newaxis], [batch, 1])
+    sequences = tf.zeros([batch, k, steps], tf.int32)
+    positions = tf.range(steps)
+
+    def cond(t, previous, finished, lengths, scores, sequences, state):
+        return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(finished)))
+
+    def body(t, previous, finished, lengths, scores, sequences, state):
+        logits, state = model.decoder_step(encoded[:, t], previous, state)
+        log_probs = tf.nn.log_softmax(logits)
+        vocab = tf.shape(log_probs)[-1]
+        # A finished beam continues with PAD at log-probability 0 and nothing else.
+        pad_only = tf.where(tf.equal(tf.range(vocab), PAD_ID), 0.0, -1e9)
+        log_probs = tf.where(finished[:, tf.newaxis], pad_only[tf.newaxis], log_probs)
+        candidates = tf.reshape(scores, [flat, 1]) + log_probs
+        candidates = tf.reshape(candidates, [batch, k * vocab])
+        scores, best = tf.math.top_k(candidates, k=k)
+        parents = best // vocab
+        chosen = best % vocab
+        flat_parents = tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * k, [flat])
+        state = [tf.gather(queue, flat_parents) for queue in state]
+        finished = tf.gather(finished, flat_parents)
+        lengths = tf.gather(lengths, flat_parents)
+        sequences = tf.gather(sequences, parents, batch_dims=1)
+        sequences = tf.where(tf.equal(positions, t)[tf.newaxis, tf.newaxis],
+                             chosen[..., tf.newaxis], sequences)
+        chosen = tf.reshape(chosen, [flat])
+        lengths = lengths + tf.cast(tf.logical_not(finished), tf.int32)
+        finished = finished | tf.equal(chosen, EOS_ID) | (t + 1 >= limits)
+        return t + 1, chosen, finished, lengths, scores, sequences, state
+
+    _, _, _, lengths, scores, sequences, _ = tf.while_loop(
+        cond, body,
+        (tf.constant(0), tf.fill([flat], BOS_ID), tf.zeros([flat], tf.bool),
+         tf.zeros([flat], tf.int32), scores, sequences, state))
+    normalized = scores / _length_penalty(tf.reshape(lengths, [batch, k]), length_alpha)
+    best = tf.argmax(normalized, axis=1, output_type=tf.int32)
+    return tf.gather(sequences, best, batch_dims=1)

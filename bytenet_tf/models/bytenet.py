@@ -1,0 +1,256 @@
+"""`ByteNet`: the byte-level encoder-decoder of Kalchbrenner et al. (2016).
+
+In: `{"source": int32 (batch, S), "target": int32 (batch, T)}` byte ids from
+`pipelines.byte_codec`, where `source` ends with EOS_ID and `target` (the decoder input) starts
+with BOS_ID. Out: float32 logits `(batch, T, VOCAB_SIZE)`; `logits[:, i]` predicts the byte after
+`target[:, i]`.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
+from bytenet_tf.layers.normalization import build_normalization
+from bytenet_tf.layers.residual_block import ResidualBlock
+from bytenet_tf.layers.simplified_residual_block import SimplifiedResidualBlock
+from pipelines.byte_codec import PAD_ID, VOCAB_SIZE
+
+BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
+
+
+@keras.saving.register_keras_serializable(package="bytenet_tf")
+class ByteNet(keras.Model):
+    """ByteNet: dilated convolutions over source bytes, causal ones over target bytes.
+
+    The encoder embeds the source and runs `num_stacks` stacks of blocks with dilations
+    `dilations` (centred convolutions). Padded source positions are zeroed after every block, so
+    a sentence's result does not depend on how much padding its batch has. The decoder reads, at
+    target position i, the concatenation of the encoder output at position i and the embedding of
+    target id i (the byte before the one it predicts), projects it to `hidden_size` channels and
+    runs the same stacks with causal convolutions. **Dynamic unfolding**: where i is past the end
+    of the source, the encoder output is a zero vector; at inference the output is bounded by
+    `unfold_a * |source| + unfold_b` bytes (see `bytenet_tf.decoding`).
+
+    Args:
+        hidden_size: int, channels of the residual stream.
+        num_stacks: int, repetitions of the dilation sequence in the encoder and in the decoder.
+        dilations: sequence of ints, one stack's dilation rates.
+        kernel_size: int, width of every dilated convolution (odd).
+        block: `residual` (the paper's block) or `simplified` (norm, act, dilated conv, add).
+        normalization: `layer`, `batch` or `none`, for the encoder.
+        decoder_normalization: `layer` or `none`, or None for the encoder's choice (with
+            `batch` replaced by `layer`, because batch statistics leak the future in a causal
+            decoder). The resolved value is what `get_config` returns.
+        activation: `relu` or `selu`.
+        dropout_rate: float; AlphaDropout for `selu`, Dropout otherwise.
+        kernel_initializer: initializer of every convolution kernel.
+        normalize_residual: bool, see `ResidualBlock`.
+        branch_weight: float, see `ResidualBlock`.
+        unfold_a: float, dynamic unfolding slope.
+        unfold_b: float, dynamic unfolding offset (bytes).
+        max_length: int, the longest source in bytes (EOS included) that serving accepts.
+        seed: int or None, seeds the dropout layers.
+        **kwargs: base model arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: dict with `source` int32 `(batch_size, source_length)` and `target` int32
+            `(batch_size, target_length)`.
+        training: bool.
+
+    Returns:
+        float32 logits of shape `(batch_size, target_length, VOCAB_SIZE)`.
+
+    References:
+        Kalchbrenner et al., "Neural Machine Translation in Linear Time", arXiv:1610.10099.
+    """
+
+    def __init__(self, hidden_size=400, num_stacks=3, dilations=(1, 2, 4, 8, 16), kernel_size=3,
+                 block="residual", normalization="layer", decoder_normalization=None,
+                 activation="relu", dropout_rate=0.0, kernel_initializer="glorot_uniform",
+                 normalize_residual=False, branch_weight=1.0, unfold_a=1.2, unfold_b=0.0,
+                 max_length=500, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if block not in BLOCKS:
+            raise ValueError(f"block={block!r} is unknown; choose one of: {', '.join(BLOCKS)}")
+        for arg, value in (("hidden_size", hidden_size), ("num_stacks", num_stacks),
+                           ("max_length", max_length)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{arg}` must be a positive int. Received: {arg}={value!r}")
+        if unfold_a <= 0:
+            raise ValueError(f"`unfold_a` must be positive. Received: unfold_a={unfold_a}")
+        if decoder_normalization is None:
+            decoder_normalization = "layer" if normalization == "batch" else normalization
+        self.hidden_size = hidden_size
+        self.num_stacks = num_stacks
+        self.dilations = tuple(int(d) for d in dilations)
+        self.kernel_size = kernel_size
+        self.block = block
+        self.normalization = normalization
+        self.decoder_normalization = decoder_normalization
+        self.activation = activation
+        self.dropout_rate = dropout_rate
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.normalize_residual = normalize_residual
+        self.branch_weight = branch_weight
+        self.unfold_a = unfold_a
+        self.unfold_b = unfold_b
+        self.max_length = max_length
+        self.seed = seed
+
+        policy = self.dtype_policy
+        # Unit-variance embeddings put the first block's input at SELU's fixed point.
+        embedding_init = keras.initializers.RandomNormal(stddev=1.0, seed=seed)
+        self.source_embedding = keras.layers.Embedding(
+            VOCAB_SIZE, hidden_size, embeddings_initializer=embedding_init,
+            name="source_embedding", dtype=policy)
+        self.target_embedding = keras.layers.Embedding(
+            VOCAB_SIZE, hidden_size, embeddings_initializer=embedding_init,
+            name="target_embedding", dtype=policy)
+        self.encoder_blocks = self._build_stack(causal=False, normalization=normalization)
+        self.encoder_output_norm = build_normalization(normalization, "encoder_output_norm", policy)
+        self.decoder_input_projection = DilatedConv1D(
+            hidden_size, 1, causal=True, kernel_initializer=self._initializer(),
+            name="decoder_input_projection", dtype=policy)
+        self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
+        self.output_norm = build_normalization(decoder_normalization, "output_norm", policy)
+        # Logits stay float32 under mixed precision, for a stable softmax and loss.
+        self.output_projection = DilatedConv1D(
+            VOCAB_SIZE, 1, causal=True, kernel_initializer=self._initializer(),
+            name="output_projection", dtype="float32")
+
+    def _initializer(self):
+        return keras.initializers.get(keras.initializers.serialize(self.kernel_initializer))
+
+    def _build_stack(self, causal, normalization):
+        block_cls = BLOCKS[self.block]
+        prefix = "decoder" if causal else "encoder"
+        blocks = []
+        for stack in range(self.num_stacks):
+            for dilation in self.dilations:
+                index = len(blocks)
+                blocks.append(block_cls(
+                    self.hidden_size, self.kernel_size, dilation, causal=causal,
+                    normalization=normalization, activation=self.activation,
+                    dropout_rate=self.dropout_rate, kernel_initializer=self._initializer(),
+                    normalize_residual=self.normalize_residual, branch_weight=self.branch_weight,
+                    seed=None if self.seed is None else self.seed + 10 * index + (5000 if causal else 0),
+                    name=f"{prefix}_block_{index}", dtype=self.dtype_policy))
+        return blocks
+
+    @property
+    def receptive_field(self):
+        """Target positions that one decoder output reads: 1 + stacks * (k-1) * sum(dilations)."""
+        return 1 + self.num_stacks * (self.kernel_size - 1) * sum(self.dilations)
+
+    def build(self, input_shape=None):
+        hidden = (None, None, self.hidden_size)
+        self.source_embedding.build((None, None))
+        self.target_embedding.build((None, None))
+        for block in self.encoder_blocks + self.decoder_blocks:
+            block.build(hidden)
+        for norm in (self.encoder_output_norm, self.output_norm):
+            if norm is not None:
+                norm.build(hidden)
+        self.decoder_input_projection.build((None, None, 2 * self.hidden_size))
+        self.output_projection.build(hidden)
+        self.built = True
+
+    def _activate(self, x):
+        return tf.nn.selu(x) if self.activation == "selu" else tf.nn.relu(x)
+
+    def encode(self, source, training=None):
+        """Encodes source ids `(batch, S)` to `(batch, S, hidden_size)`, zero at padding."""
+        source = tf.convert_to_tensor(source)
+        mask = tf.cast(tf.not_equal(source, PAD_ID), self.compute_dtype)[..., tf.newaxis]
+        x = self.source_embedding(source) * mask
+        for block in self.encoder_blocks:
+            x = block(x, mask=mask, training=training)
+        if self.encoder_output_norm is not None:
+            kwargs = {"mask": tf.squeeze(tf.cast(mask, tf.bool), -1)} \
+                if self.normalization == "batch" else {}
+            x = self.encoder_output_norm(x, training=training, **kwargs)
+        return x * mask
+
+    def _head(self, x, training=None):
+        if self.output_norm is not None:
+            x = self.output_norm(x, training=training)
+        return self._activate(x)
+
+    def decode(self, encoded, target, training=None):
+        """Runs the decoder over all target positions at once.
+
+        Args:
+            encoded: `(batch, S, hidden_size)` from `encode`.
+            target: int32 `(batch, T)` decoder input ids.
+
+        Returns:
+            float32 logits `(batch, T, VOCAB_SIZE)`.
+        """
+        target = tf.convert_to_tensor(target)
+        length = tf.shape(target)[1]
+        missing = tf.maximum(length - tf.shape(encoded)[1], 0)
+        aligned = tf.pad(encoded, [[0, 0], [0, missing], [0, 0]])[:, :length]
+        x = tf.concat([aligned, self.target_embedding(target)], axis=-1)
+        x = self.decoder_input_projection(x)
+        for block in self.decoder_blocks:
+            x = block(x, training=training)
+        return self.output_projection(self._head(x, training))
+
+    def call(self, inputs, training=None):
+        encoded = self.encode(inputs["source"], training=training)
+        return self.decode(encoded, inputs["target"], training=training)
+
+    def initial_decoder_state(self, batch_size):
+        """Zero queues of every decoder block, for `decoder_step`."""
+        return [block.initial_state(batch_size) for block in self.decoder_blocks]
+
+    def decoder_step(self, encoded_t, previous_ids, state):
+        """One decoder position at inference, with cached convolution queues.
+
+        Args:
+            encoded_t: `(batch, hidden_size)`, the encoder output at this position (zeros past
+                the end of the source).
+            previous_ids: int32 `(batch,)`, the byte before the one to predict (BOS_ID at first).
+            state: list of queues from `initial_decoder_state` or the previous step.
+
+        Returns:
+            `(logits, new_state)` with float32 logits of shape `(batch, VOCAB_SIZE)`.
+        """
+        x = tf.concat([tf.cast(encoded_t, self.compute_dtype),
+                       self.target_embedding(previous_ids)], axis=-1)
+        x = self.decoder_input_projection.project_position(x)
+        new_state = []
+        for block, queue in zip(self.decoder_blocks, state):
+            x, queue = block.step(x, queue)
+            new_state.append(queue)
+        logits = self.output_projection.project_position(
+            tf.cast(self._head(x, training=False), "float32"))
+        return logits, new_state
+
+    def max_output_length(self, source_length):
+        """Dynamic unfolding bound: `ceil(unfold_a * source_length + unfold_b)` bytes."""
+        return int(math.ceil(self.unfold_a * source_length + self.unfold_b))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "hidden_size": self.hidden_size,
+            "num_stacks": self.num_stacks,
+            "dilations": list(self.dilations),
+            "kernel_size": self.kernel_size,
+            "block": self.block,
+            "normalization": self.normalization,
+            "decoder_normalization": self.decoder_normalization,
+            "activation": self.activation,
+            "dropout_rate": self.dropout_rate,
+            "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "normalize_residual": self.normalize_residual,
+            "branch_weight": self.branch_weight,
+            "unfold_a": self.unfold_a,
+            "unfold_b": self.unfold_b,
+            "max_length": self.max_length,
+            "seed": self.seed,
+        })
+        return config

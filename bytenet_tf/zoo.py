@@ -1,0 +1,74 @@
+"""The model zoo: one explicit dict from a model name to its hyperparameters.
+
+`build_model(name, **overrides)` returns a `ByteNet` (a `keras.Model`); `list_models()` the names.
+The paper and thesis hyperparameters are written here once, with their sources.
+"""
+
+import inspect
+
+from bytenet_tf.models.bytenet import ByteNet
+
+# Kalchbrenner et al. 2016 ("Neural Machine Translation in Linear Time", section 6): 30
+# residual blocks in the encoder and 30 in the decoder, dilations 1, 2, 4, 8, 16 repeated 6
+# times, 800 hidden units, kernel width 3, layer normalization, ReLU, and dynamic unfolding with
+# a = 1.2, b = 0. The paper's "d" is ambiguous between the stream and the bottleneck; here
+# `hidden_size` is the residual stream and the bottleneck is hidden_size // 2.
+_PAPER = dict(hidden_size=800, num_stacks=6, dilations=(1, 2, 4, 8, 16), kernel_size=3,
+              block="residual", normalization="layer", activation="relu", dropout_rate=0.0,
+              kernel_initializer="glorot_uniform", unfold_a=1.2, unfold_b=0.0, max_length=500)
+
+# The thesis (TensorFlow 1, 2017) trained ByteNet at hidden 400 with 3 stacks (15 blocks per side)
+# and a maximum sentence length of 500 bytes.
+_THESIS = dict(_PAPER, hidden_size=400, num_stacks=3)
+
+MODELS = {
+    "bytenet": _PAPER,
+    "bytenet_small": _THESIS,
+    # The thesis's simplified ByteNet: each block is norm, act, dilated conv, add.
+    "bytenet_simplified": dict(_THESIS, block="simplified"),
+    # The baseline that fails to memorize newstest in the thesis.
+    "bytenet_nonorm": dict(_THESIS, normalization="none"),
+    # SELU ByteNet (Klambauer et al. 2017): no normalization, selu, LeCun-uniform init and
+    # AlphaDropout; the residual sum is rescaled to keep unit variance through depth (see
+    # `ResidualBlock` for the measurement behind this choice).
+    "bytenet_selu": dict(_THESIS, normalization="none", activation="selu",
+                         kernel_initializer="lecun_uniform", dropout_rate=0.05,
+                         normalize_residual=True, branch_weight=1.0),
+}
+
+_OVERRIDABLE = tuple(name for name in inspect.signature(ByteNet.__init__).parameters
+                     if name not in ("self", "kwargs")) + ("dtype", "name")
+
+
+def list_models():
+    """Returns the zoo's model names, sorted."""
+    return sorted(MODELS)
+
+
+def model_config(name, **overrides):
+    """Returns the constructor arguments of zoo model `name` with `overrides` applied."""
+    if name not in MODELS:
+        raise ValueError(f"Model {name!r} is unknown; choose one of: {', '.join(list_models())}")
+    unknown = sorted(set(overrides) - set(_OVERRIDABLE))
+    if unknown:
+        raise ValueError(f"Unknown override(s) {', '.join(unknown)} for model {name!r}; "
+                         f"valid overrides: {', '.join(sorted(_OVERRIDABLE))}")
+    config = dict(MODELS[name])
+    config.update(overrides)
+    config.setdefault("name", name)
+    return config
+
+
+def build_model(name, **overrides):
+    """Builds zoo model `name` with `overrides`, e.g. `build_model("bytenet_selu", hidden_size=64)`.
+
+    Pass `dtype="mixed_bfloat16"` (or any Keras dtype policy) for mixed precision; the logits
+    stay float32. The returned model is built (its weights exist).
+
+    Returns:
+        A `keras.Model` that maps `{"source": (batch, S), "target": (batch, T)}` int32 ids to
+        float32 logits `(batch, T, VOCAB_SIZE)`.
+    """
+    model = ByteNet(**model_config(name, **overrides))
+    model.build()
+    return model

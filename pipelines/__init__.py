@@ -1,0 +1,1 @@
+"""Byte-level tf.data pipelines for ByteNet: the codec, the datasets and the batching steps."""

@@ -1,0 +1,187 @@
+"""The steps every dataset shares, each written once.
+
+The training chain (`make_batches`) reads as:
+
+    (source, target) strings
+      -> shard per input pipeline (multi-worker)
+      -> seeded shuffle, repeat
+      -> optional Unicode normalization (tensorflow-text; invalid UTF-8 passes unchanged)
+      -> length filter (counted by `LengthFilter`)
+      -> framing: source + EOS, target = BOS + bytes, labels = bytes + EOS
+      -> bucketing by length, with a token budget or a fixed batch size
+      -> prefetch
+
+Each element it yields is `({"source": int32 (batch, S), "target": int32 (batch, T)}, labels
+int32 (batch, T))`, padded with PAD_ID. `target` and `labels` have the same length: labels[:, i]
+is the byte after target[:, i].
+
+Bucketing example: with boundaries (16, 32, 64) and tokens_per_batch=1024, pairs whose longer
+side frames to at most 16 ids go into batches of 64, up to 32 into batches of 32, up to 64 into
+batches of 16, and longer ones into batches of 1024 // max_length.
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+from pipelines import byte_codec
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    """Options of `make_batches`.
+
+    Attributes:
+        max_length: int, longest framed sequence (bytes + EOS) kept; longer pairs are dropped.
+        batch_size: int, pairs per batch when `tokens_per_batch` is 0.
+        tokens_per_batch: int, the token budget per batch (padded ids of the longer side);
+            0 to use `batch_size` for every bucket.
+        bucket_boundaries: tuple of ints, or None for `default_boundaries(max_length)`.
+        bucketing: bool, False pads every batch to its longest pair without buckets.
+        normalization: None, or a Unicode form for tensorflow-text (`NFC`, `NFKC`, ...).
+        shuffle_buffer: int, 0 for no shuffle.
+        repeat: bool, repeat forever (training) or make one pass.
+        seed: int, seeds the shuffle.
+        deterministic: bool, same seed gives the same batches byte for byte.
+    """
+    max_length: int = 500
+    batch_size: int = 32
+    tokens_per_batch: int = 0
+    bucket_boundaries: tuple = None
+    bucketing: bool = True
+    normalization: str = None
+    shuffle_buffer: int = 10000
+    repeat: bool = True
+    seed: int = 0
+    deterministic: bool = True
+
+
+class LengthFilter:
+    """Drops pairs whose framed source or target exceeds `max_length`, and counts them.
+
+    The counters are variables updated inside the tf.data graph; `counts()` reads them.
+    """
+
+    def __init__(self, max_length):
+        if max_length < 2:
+            raise ValueError(f"`max_length` must be at least 2 (one byte and EOS). "
+                             f"Received: max_length={max_length}")
+        self.max_length = max_length
+        with tf.init_scope():
+            self.kept = tf.Variable(0, dtype=tf.int64, trainable=False, name="length_kept")
+            self.dropped = tf.Variable(0, dtype=tf.int64, trainable=False, name="length_dropped")
+
+    def __call__(self, source, target):
+        fits = tf.logical_and(tf.strings.length(source) < self.max_length,
+                              tf.strings.length(target) < self.max_length)
+        with tf.control_dependencies([
+                self.kept.assign_add(tf.cast(fits, tf.int64)),
+                self.dropped.assign_add(tf.cast(tf.logical_not(fits), tf.int64))]):
+            return tf.identity(fits)
+
+    def counts(self):
+        """`{"kept": int, "dropped": int}` so far."""
+        return {"kept": int(self.kept.numpy()), "dropped": int(self.dropped.numpy())}
+
+
+def normalize_unicode(source, target, form):
+    """Applies Unicode normalization `form` to both sides; invalid UTF-8 passes unchanged."""
+    import tensorflow_text  # only this optional step needs it
+
+    return (tensorflow_text.normalize_utf8(source, form),
+            tensorflow_text.normalize_utf8(target, form))
+
+
+def frame(source, target):
+    """Frames one pair of strings as model inputs and labels.
+
+    Returns:
+        `({"source": bytes + [EOS_ID], "target": [BOS_ID] + bytes}, bytes + [EOS_ID])`, int32.
+    """
+    source_ids = byte_codec.encode(source)
+    target_ids = byte_codec.encode(target)
+    eos = tf.constant([byte_codec.EOS_ID], tf.int32)
+    bos = tf.constant([byte_codec.BOS_ID], tf.int32)
+    features = {"source": tf.concat([source_ids, eos], 0),
+                "target": tf.concat([bos, target_ids], 0)}
+    return features, tf.concat([target_ids, eos], 0)
+
+
+def default_boundaries(max_length, growth=1.1):
+    """Bucket edges from 8 up to `max_length`, each about `growth` times the last.
+
+    Narrow buckets keep padding low; with a large enough shuffle buffer they still fill.
+    """
+    boundaries, edge = [], 8
+    while edge < max_length:
+        boundaries.append(edge)
+        edge = max(edge + 1, int(edge * growth))
+    return tuple(boundaries) + (max_length,)
+
+
+def _element_length(features, labels):
+    return tf.maximum(tf.shape(features["source"])[0], tf.shape(labels)[0])
+
+
+def batch(dataset, config):
+    """Pads framed examples into batches, by length buckets when `config.bucketing`."""
+    padding = ({"source": byte_codec.PAD_ID, "target": byte_codec.PAD_ID}, byte_codec.PAD_ID)
+    if not config.bucketing:
+        return dataset.padded_batch(config.batch_size, padding_values=padding)
+    boundaries = list(config.bucket_boundaries or default_boundaries(config.max_length))
+    if config.tokens_per_batch:
+        # The last bucket holds sequences up to max_length.
+        edges = boundaries + [max(config.max_length, boundaries[-1])]
+        sizes = [max(1, config.tokens_per_batch // edge) for edge in edges]
+    else:
+        sizes = [config.batch_size] * (len(boundaries) + 1)
+    # bucket_by_sequence_length puts length L in the bucket whose boundary exceeds L.
+    return dataset.bucket_by_sequence_length(
+        _element_length, [edge + 1 for edge in boundaries], sizes, padded_shapes=None,
+        padding_values=padding, drop_remainder=False)
+
+
+def make_batches(pairs, config, input_context=None, length_filter=None):
+    """Runs the shared chain from `(source, target)` strings to padded batches.
+
+    Args:
+        pairs: `tf.data.Dataset` of scalar tf.string `(source, target)` pairs.
+        config: `PipelineConfig`.
+        input_context: `tf.distribute.InputContext` or None; shards per input pipeline.
+        length_filter: a `LengthFilter` to count with, or None to make one.
+
+    Returns:
+        `(dataset, length_filter)`.
+    """
+    options = tf.data.Options()
+    options.deterministic = config.deterministic
+    dataset = pairs.with_options(options)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if config.shuffle_buffer:
+        dataset = dataset.shuffle(config.shuffle_buffer, seed=config.seed,
+                                  reshuffle_each_iteration=True)
+    if config.repeat:
+        dataset = dataset.repeat()
+    if config.normalization:
+        form = config.normalization
+        dataset = dataset.map(lambda s, t: normalize_unicode(s, t, form),
+                              num_parallel_calls=tf.data.AUTOTUNE,
+                              deterministic=config.deterministic)
+    length_filter = length_filter or LengthFilter(config.max_length)
+    dataset = dataset.filter(length_filter)
+    dataset = dataset.map(frame, num_parallel_calls=tf.data.AUTOTUNE,
+                          deterministic=config.deterministic)
+    dataset = batch(dataset, config)
+    return dataset.prefetch(tf.data.AUTOTUNE), length_filter
+
+
+def padding_fraction(dataset, num_batches):
+    """Fraction of PAD ids among all source and target ids of the first `num_batches` batches."""
+    pads = total = 0
+    for features, _ in dataset.take(num_batches):
+        for key in ("source", "target"):
+            ids = features[key]
+            pads += int(tf.reduce_sum(tf.cast(tf.equal(ids, byte_codec.PAD_ID), tf.int64)))
+            total += int(tf.size(ids, out_type=tf.int64))
+    return pads / max(total, 1)
