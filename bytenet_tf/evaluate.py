@@ -1,0 +1,74 @@
+"""bytenet-evaluate: translate a test set with a SavedModel and score it with sacrebleu.
+
+    bytenet-evaluate --saved_model=DIR --source_file=newstest2015.de --reference_file=newstest2015.en
+    bytenet-evaluate --saved_model=DIR --dataset=newstest --newstest_year=2014
+
+The last line printed is one JSON object with `bleu`, `chrf`, `signature` (BLEU's),
+`chrf_signature`, `exact_match`, `sentences` and `seconds`.
+"""
+
+import json
+import sys
+import time
+
+from absl import app, flags
+
+from bytenet_tf import scoring, serving
+from pipelines import newstest, text
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
+flags.DEFINE_string("source_file", None, "Source sentences, one per line.")
+flags.DEFINE_string("reference_file", None, "Reference translations, line-aligned with the source.")
+flags.DEFINE_enum("dataset", None, ["newstest"], "Instead of files: a WMT news test set.")
+flags.DEFINE_integer("newstest_year", 2014, "Year of the news test set (--dataset=newstest).")
+flags.DEFINE_string("source_lang", "de", "Source language (--dataset=newstest).")
+flags.DEFINE_string("target_lang", "en", "Target language (--dataset=newstest).")
+flags.DEFINE_string("data_dir", None, "sacrebleu cache directory (--dataset=newstest).")
+flags.DEFINE_string("output_file", None, "Write the translations here, one per line.")
+flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
+flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+flags.mark_flag_as_required("saved_model")
+
+
+def _files():
+    if FLAGS.dataset == "newstest":
+        return newstest.newstest_files(FLAGS.newstest_year, FLAGS.source_lang, FLAGS.target_lang,
+                                       FLAGS.data_dir)
+    if not (FLAGS.source_file and FLAGS.reference_file):
+        raise ValueError("Pass --source_file and --reference_file, or --dataset=newstest.")
+    return FLAGS.source_file, FLAGS.reference_file
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        source_file, reference_file = _files()
+        # Empty pairs are skipped (and counted) exactly as in training.
+        sources, references, stats = text.read_parallel_lines(source_file, reference_file)
+        translate_fn, path = serving.load_translate_fn(FLAGS.saved_model)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"bytenet-evaluate: error: {error}", file=sys.stderr)
+        sys.exit(1)
+    started = time.perf_counter()
+    hypotheses = scoring.translate_batches(translate_fn, sources, FLAGS.batch_size,
+                                           progress=FLAGS.progress)
+    seconds = time.perf_counter() - started
+    if FLAGS.output_file:
+        with open(FLAGS.output_file, "wb") as f:
+            f.writelines(serving.one_line(h) + b"\n" for h in hypotheses)
+    results = scoring.score(hypotheses, references)
+    results.update(seconds=round(seconds, 3), saved_model=path, skipped_empty=stats.empty)
+    print(f"BLEU {results['bleu']:.2f} ({results['signature']})")
+    print(f"chrF {results['chrf']:.2f} ({results['chrf_signature']})")
+    print(json.dumps(results))
+
+
+def run():
+    """Console-script entry point."""
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,56 @@
+"""Batched translation of byte strings, and sacrebleu scoring.
+
+`translate_batches(translate_fn, sources, batch_size)` sorts the sources by length, translates
+them in batches through `translate_fn` (a list of bytes in, a list of bytes out) and returns the
+translations in the original order. `score(hypotheses, references)` returns BLEU and chrF from
+sacrebleu with their signatures, and the exact-match rate.
+"""
+
+import sys
+
+import numpy as np
+from tqdm import tqdm
+
+
+def translate_batches(translate_fn, sources, batch_size=64, progress=False, description="translate"):
+    """Translates `sources` (list of bytes) in length-sorted batches, keeping their order."""
+    if batch_size < 1:
+        raise ValueError(f"--batch_size must be >= 1. Received: {batch_size}")
+    order = np.argsort([len(s) for s in sources], kind="stable")
+    outputs = [None] * len(sources)
+    with tqdm(total=len(sources), desc=description, unit="sent", file=sys.stderr,
+              disable=not progress) as bar:
+        for start in range(0, len(sources), batch_size):
+            indices = order[start:start + batch_size]
+            for index, translation in zip(indices, translate_fn([sources[i] for i in indices])):
+                outputs[index] = translation
+            bar.update(len(indices))
+    return outputs
+
+
+def _text(value):
+    # sacrebleu scores text; bytes that are not UTF-8 become U+FFFD rather than an error.
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+
+
+def score(hypotheses, references):
+    """Scores hypotheses against one reference each.
+
+    Returns:
+        dict with `bleu`, `chrf`, `signature` (BLEU's), `chrf_signature`, `exact_match` and
+        `sentences`.
+    """
+    import sacrebleu
+
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    hyps = [_text(h) for h in hypotheses]
+    refs = [_text(r) for r in references]
+    bleu = sacrebleu.metrics.BLEU()
+    chrf = sacrebleu.metrics.CHRF()
+    bleu_score = bleu.corpus_score(hyps, [refs])
+    chrf_score = chrf.corpus_score(hyps, [refs])
+    exact = float(np.mean([h == r for h, r in zip(hyps, refs)])) if hyps else 0.0
+    return {"bleu": round(bleu_score.score, 4), "chrf": round(chrf_score.score, 4),
+            "signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature()),
+            "exact_match": exact, "sentences": len(hyps)}

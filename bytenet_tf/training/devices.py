@@ -1,0 +1,118 @@
+"""Choosing the precision policy and the distribution strategy.
+
+`resolve_precision("auto")`: `mixed_float16` on NVIDIA GPUs of compute capability 7.0 or more
+(Keras then wraps the optimizer in a `LossScaleOptimizer`), `mixed_bfloat16` on TPUs and on CPUs
+with native bfloat16 (AVX512-BF16 or AMX), and `float32` otherwise.
+
+`resolve_strategy("auto")`: a TPU strategy when a TPU is configured, `MirroredStrategy` over all
+local GPUs when there is more than one, `OneDeviceStrategy` on a single GPU, and otherwise the
+default strategy.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+
+
+def cpu_has_native_bfloat16(cpuinfo_path="/proc/cpuinfo"):
+    """True when the CPU flags list avx512_bf16 or amx_bf16."""
+    try:
+        with open(cpuinfo_path) as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def _tpu_configured():
+    return bool(os.environ.get("TPU_NAME")) or bool(tf.config.list_logical_devices("TPU"))
+
+
+def resolve_precision(precision, gpus=None, tpu=None, cpu_bfloat16=None):
+    """Returns `(policy_name, reason)` for `--precision`.
+
+    Args:
+        precision: one of `PRECISIONS`.
+        gpus: list of `(name, compute_capability)` or None to query TensorFlow.
+        tpu: bool or None to query.
+        cpu_bfloat16: bool or None to read /proc/cpuinfo.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"--precision={precision} is unknown; choose one of: {', '.join(PRECISIONS)}")
+    if precision != "auto":
+        return precision, "requested"
+    if gpus is None:
+        gpus = [(gpu.name, tf.config.experimental.get_device_details(gpu).get("compute_capability"))
+                for gpu in tf.config.list_physical_devices("GPU")]
+    if tpu is None:
+        tpu = _tpu_configured()
+    if tpu:
+        return "mixed_bfloat16", "TPU found"
+    if gpus:
+        capability = min((c or (0, 0)) for _, c in gpus)
+        if capability >= (7, 0):
+            return "mixed_float16", f"{len(gpus)} NVIDIA GPU(s), compute capability {capability}"
+        return "float32", f"GPU compute capability {capability} is below 7.0"
+    if cpu_bfloat16 is None:
+        cpu_bfloat16 = cpu_has_native_bfloat16()
+    if cpu_bfloat16:
+        return "mixed_bfloat16", "CPU with native bfloat16"
+    return "float32", "CPU without native bfloat16"
+
+
+def resolve_strategy(strategy):
+    """Returns `(tf.distribute.Strategy, description)` for `--strategy`.
+
+    `multi_worker` reads the cluster from `TF_CONFIG`. `mirrored` uses every local GPU, or every
+    logical CPU device when there is no GPU.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"--strategy={strategy} is unknown; choose one of: {', '.join(STRATEGIES)}")
+    gpus = tf.config.list_logical_devices("GPU")
+    if strategy == "auto":
+        if _tpu_configured():
+            strategy = "tpu"
+        elif len(gpus) > 1:
+            strategy = "mirrored"
+        elif len(gpus) == 1:
+            strategy = "one_device"
+        else:
+            return tf.distribute.get_strategy(), "default strategy (one device)"
+    if strategy == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ.get("TPU_NAME", ""))
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver), "TPUStrategy"
+    if strategy == "one_device":
+        device = gpus[0].name if gpus else "/cpu:0"
+        return tf.distribute.OneDeviceStrategy(device), f"OneDeviceStrategy on {device}"
+    if strategy == "mirrored":
+        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices), f"MirroredStrategy over {devices}"
+    if not os.environ.get("TF_CONFIG"):
+        raise ValueError("--strategy=multi_worker needs the cluster in the TF_CONFIG environment "
+                         'variable, e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                         '"task": {"type": "worker", "index": 0}}')
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
+    resolved = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    return resolved, f"MultiWorkerMirroredStrategy, {resolved.num_replicas_in_sync} replicas"
+
+
+def worker_index():
+    """This process's task index from `TF_CONFIG` (0 when there is none)."""
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    return int(config.get("task", {}).get("index", 0))
+
+
+def is_chief(strategy):
+    """True for the process that writes summaries, checkpoints in `model_dir` and exports."""
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        resolver = strategy.cluster_resolver
+        return resolver.task_type in (None, "chief") or (
+            resolver.task_type == "worker" and resolver.task_id == 0)
+    return True

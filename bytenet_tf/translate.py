@@ -1,0 +1,46 @@
+"""bytenet-translate: source lines on stdin, one translation per line on stdout, in order.
+
+    echo "Guten Morgen." | bytenet-translate --saved_model=saved_models/bytenet_selu_text
+
+Input lines are split on b"\\n" only. A newline or carriage return inside a translation is written
+as a space, so line i of the output always translates line i of the input. Inputs longer than the
+model's maximum are truncated (see saved_models/README.md).
+"""
+
+import sys
+
+from absl import app, flags
+
+from bytenet_tf import scoring, serving
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
+flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
+flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+flags.mark_flag_as_required("saved_model")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        translate_fn, _ = serving.load_translate_fn(FLAGS.saved_model)
+    except FileNotFoundError as error:
+        print(f"bytenet-translate: error: {error}", file=sys.stderr)
+        sys.exit(1)
+    sources = serving.read_lines(sys.stdin.buffer)
+    translations = scoring.translate_batches(translate_fn, sources, FLAGS.batch_size,
+                                             progress=FLAGS.progress)
+    out = sys.stdout.buffer
+    for translation in translations:
+        out.write(serving.one_line(translation) + b"\n")
+    out.flush()
+
+
+def run():
+    """Console-script entry point."""
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()
