@@ -1,0 +1,57 @@
+"""Per-block mean and variance at initialization, on real newstest2013 text.
+
+    python benchmarks/self_normalization.py [--count 64] [--seed 0]
+
+Prints one Markdown table with `bytenet_selu` (normalized residual sum), `bytenet_selu` with a
+plain residual sum, `bytenet_nonorm` and `bytenet_small` (layer norm), then a one-line summary
+per model: max |mean|, min and max variance.
+"""
+
+import argparse
+import os
+import sys
+
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402
+from bytenet_tf.analysis import block_statistics, format_statistics, summary  # noqa: E402
+from pipelines import byte_codec  # noqa: E402
+from pipelines.text import read_parallel_lines  # noqa: E402
+
+DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "shared", "data", "deen")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    sources, targets, _ = read_parallel_lines(os.path.join(DEEN, "fixture-small.de"),
+                                              os.path.join(DEEN, "fixture-small.en"))
+    sources, targets = sources[:args.count], targets[:args.count]
+    source = tf.ragged.constant([byte_codec.encode_python(s) + [byte_codec.EOS_ID]
+                                 for s in sources]).to_tensor()
+    target = tf.ragged.constant([[byte_codec.BOS_ID] + byte_codec.encode_python(t)
+                                 for t in targets]).to_tensor()
+    variants = {
+        "selu": bytenet_tf.build_model("bytenet_selu", seed=args.seed),
+        "selu_plain_add": bytenet_tf.build_model("bytenet_selu", normalize_residual=False,
+                                                 seed=args.seed),
+        "nonorm": bytenet_tf.build_model("bytenet_nonorm", seed=args.seed),
+        "layernorm": bytenet_tf.build_model("bytenet_small", seed=args.seed),
+    }
+    tables = {label: block_statistics(model, source, target) for label, model in variants.items()}
+    print(format_statistics(tables))
+    print()
+    for label, rows in tables.items():
+        half = len(rows) // 2
+        for side, part in (("encoder", rows[:half]), ("decoder", rows[half:])):
+            mean, low, high = summary(part)
+            print(f"{label:16s} {side}: max|mean| {mean:.3f}  variance [{low:.3f}, {high:.3f}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""DilatedConv1D, the residual blocks and AlphaDropout."""
+
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+from bytenet_tf.layers import DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
+
+
+def numpy_dilated_conv(x, kernel, bias, dilation, causal):
+    """Reference: y[t] = sum_j x[t + offset + j * dilation] @ kernel[j] + bias."""
+    k = kernel.shape[0]
+    span = (k - 1) * dilation
+    offset = -span if causal else -span // 2
+    batch, length, _ = x.shape
+    y = np.zeros((batch, length, kernel.shape[2]))
+    for t in range(length):
+        for j in range(k):
+            source = t + offset + j * dilation
+            if 0 <= source < length:
+                y[:, t] += x[:, source] @ kernel[j]
+    return y + bias
+
+
+class DilatedConv1DBasicTest(parameterized.TestCase, tf.test.TestCase):
+
+    def test_layer_creation_rejects_bad_arguments(self):
+        with self.assertRaisesRegex(ValueError, "Received: kernel_size=4"):
+            DilatedConv1D(4, kernel_size=4, causal=False)
+        with self.assertRaisesRegex(ValueError, "Received: dilation_rate=0"):
+            DilatedConv1D(4, dilation_rate=0)
+
+    def test_serialize_deserialize(self):
+        layer = DilatedConv1D(6, kernel_size=5, dilation_rate=3, causal=True,
+                              kernel_initializer="lecun_uniform", use_bias=False, name="c")
+        config = layer.get_config()
+        for argument in inspect.signature(DilatedConv1D.__init__).parameters:
+            if argument not in ("self", "kwargs"):
+                self.assertIn(argument, config)
+        clone = DilatedConv1D.from_config(config)
+        self.assertEqual(clone.get_config(), config)
+
+    def test_compute_output_shape(self):
+        layer = DilatedConv1D(7)
+        self.assertEqual(layer.compute_output_shape((2, 9, 3)), (2, 9, 7))
+
+
+class DilatedConv1DCorrectnessTest(parameterized.TestCase, tf.test.TestCase):
+
+    @parameterized.named_parameters(
+        ("causal_k3_d1", 3, 1, True), ("causal_k3_d4", 3, 4, True), ("causal_k2_d8", 2, 8, True),
+        ("centred_k3_d2", 3, 2, False), ("centred_k5_d4", 5, 4, False))
+    def test_matches_numpy_reference(self, kernel_size, dilation, causal):
+        layer = DilatedConv1D(4, kernel_size, dilation, causal=causal,
+                              kernel_initializer="glorot_uniform")
+        x = np.random.default_rng(0).normal(size=(2, 17, 3)).astype(np.float32)
+        layer(x)
+        layer.bias.assign(np.arange(4, dtype=np.float32))
+        expected = numpy_dilated_conv(x, layer.kernel.numpy(), layer.bias.numpy(), dilation, causal)
+        self.assertAllClose(layer(x), expected, atol=1e-5)
+
+    def test_step_equals_full_causal_call(self):
+        layer = DilatedConv1D(5, kernel_size=3, dilation_rate=4, causal=True)
+        x = tf.random.stateless_normal([2, 20, 3], seed=[1, 2])
+        full = layer(x)
+        queue = layer.initial_queue(2)
+        steps = []
+        for t in range(20):
+            y, queue = layer.step(x[:, t], queue)
+            steps.append(y)
+        self.assertAllClose(tf.stack(steps, axis=1), full, atol=1e-5)
+
+
+BLOCKS = [("residual", ResidualBlock), ("simplified", SimplifiedResidualBlock)]
+
+
+class ResidualBlockTest(parameterized.TestCase, tf.test.TestCase):
+
+    @parameterized.named_parameters(*BLOCKS)
+    def test_every_argument_in_config_and_round_trip(self, cls):
+        block = cls(8, kernel_size=5, dilation_rate=2, causal=True, normalization="none",
+                    activation="selu", dropout_rate=0.1, kernel_initializer="lecun_uniform",
+                    normalize_residual=True, branch_weight=0.5, seed=3)
+        config = block.get_config()
+        for argument in inspect.signature(ResidualBlock.__init__).parameters:
+            if argument not in ("self", "kwargs"):
+                self.assertIn(argument, config)
+        x = tf.random.stateless_normal([2, 9, 8], seed=[0, 1])
+        clone = cls.from_config(config)
+        clone(x)
+        block(x)
+        clone.set_weights(block.get_weights())
+        self.assertAllClose(clone(x), block(x))
+
+    @parameterized.named_parameters(*BLOCKS)
+    def test_step_equals_full_call(self, cls):
+        block = cls(8, dilation_rate=2, causal=True, normalization="layer")
+        x = tf.random.stateless_normal([3, 12, 8], seed=[4, 5])
+        full = block(x)
+        state = block.initial_state(3)
+        outputs = []
+        for t in range(12):
+            y, state = block.step(x[:, t], state)
+            outputs.append(y)
+        self.assertAllClose(tf.stack(outputs, 1), full, atol=1e-5)
+
+    def test_batch_norm_in_causal_block_is_rejected(self):
+        with self.assertRaisesRegex(ValueError, "leaks future positions"):
+            ResidualBlock(8, causal=True, normalization="batch")
+
+    def test_unknown_choices_name_the_value(self):
+        with self.assertRaisesRegex(ValueError, "normalization='group' is unknown"):
+            ResidualBlock(8, normalization="group")
+        with self.assertRaisesRegex(ValueError, "activation='gelu' is unknown"):
+            ResidualBlock(8, activation="gelu")
+
+    def test_normalized_residual_keeps_unit_variance(self):
+        x = tf.random.stateless_normal([64, 32, 16], seed=[7, 7])
+        block = ResidualBlock(16, activation="selu", normalization="none",
+                              kernel_initializer="lecun_uniform", normalize_residual=True)
+        plain = ResidualBlock(16, activation="selu", normalization="none",
+                              kernel_initializer="lecun_uniform", normalize_residual=False)
+        self.assertAllClose(float(tf.math.reduce_variance(block(x))), 1.0, atol=0.15)
+        self.assertGreater(float(tf.math.reduce_variance(plain(x))), 1.5)
+
+
+class AlphaDropoutTest(tf.test.TestCase):
+
+    def test_keeps_mean_and_variance_in_training(self):
+        layer = keras.layers.AlphaDropout(0.1, seed=1)
+        x = tf.random.stateless_normal([400, 1000], seed=[3, 4])
+        y = layer(x, training=True)
+        self.assertNotAllClose(x, y)
+        self.assertAllClose(float(tf.reduce_mean(y)), 0.0, atol=0.01)
+        self.assertAllClose(float(tf.math.reduce_variance(y)), 1.0, atol=0.02)
+
+    def test_identity_at_inference(self):
+        layer = keras.layers.AlphaDropout(0.1, seed=1)
+        x = tf.random.stateless_normal([8, 16], seed=[3, 4])
+        self.assertAllEqual(layer(x, training=False), x)
+
+    def test_selu_block_uses_alpha_dropout(self):
+        block = ResidualBlock(8, activation="selu", normalization="none", dropout_rate=0.1)
+        self.assertTrue(all(isinstance(d, keras.layers.AlphaDropout) for d in block.dropouts))

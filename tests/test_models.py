@@ -1,0 +1,162 @@
+"""The zoo models: causality, receptive field, serialization and mixed precision."""
+
+import inspect
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+import bytenet_tf
+from bytenet_tf.models.bytenet import ByteNet
+from pipelines import byte_codec
+from tests.conftest import real_batch
+
+MODELS = [(name, name) for name in bytenet_tf.list_models()]
+SMALL = dict(hidden_size=16, num_stacks=1, seed=1)
+
+
+def _inputs(source, target):
+    return {"source": tf.constant(source, tf.int32), "target": tf.constant(target, tf.int32)}
+
+
+class ZooTest(tf.test.TestCase):
+
+    def test_list_models_has_the_contract_models(self):
+        self.assertContainsSubset(
+            ["bytenet", "bytenet_small", "bytenet_simplified", "bytenet_nonorm", "bytenet_selu"],
+            bytenet_tf.list_models())
+
+    def test_unknown_model_lists_valid_names(self):
+        with self.assertRaisesRegex(ValueError, "'bytenett' is unknown; choose one of: bytenet,"):
+            bytenet_tf.build_model("bytenett")
+
+    def test_unknown_override_lists_valid_overrides(self):
+        with self.assertRaisesRegex(ValueError, "hiden_size.*valid overrides:.*hidden_size"):
+            bytenet_tf.build_model("bytenet", hiden_size=3)
+
+    def test_contract_overrides_are_accepted(self):
+        model = bytenet_tf.build_model(
+            "bytenet_small", hidden_size=24, num_stacks=2, kernel_size=5, dropout_rate=0.2,
+            normalization="none", activation="selu")
+        self.assertEqual((model.hidden_size, model.num_stacks, model.kernel_size),
+                         (24, 2, 5))
+        self.assertLen(model.decoder_blocks, 10)
+
+    def test_selu_model_has_no_normalization_and_lecun_init(self):
+        model = bytenet_tf.build_model("bytenet_selu")
+        self.assertEqual(model.normalization, "none")
+        self.assertEqual(model.activation, "selu")
+        self.assertIsInstance(model.kernel_initializer, keras.initializers.LecunUniform)
+        self.assertTrue(all(norm is None for block in model.encoder_blocks for norm in block.norms))
+
+    def test_batch_normalization_model_uses_layer_norm_in_decoder(self):
+        model = bytenet_tf.build_model("bytenet_small", normalization="batch", **SMALL)
+        self.assertEqual(model.decoder_normalization, "layer")
+        self.assertIsInstance(model.encoder_blocks[0].norms[0], keras.layers.BatchNormalization)
+
+
+class CausalityTest(parameterized.TestCase, tf.test.TestCase):
+
+    @parameterized.named_parameters(
+        *[(f"{name}_{mode}", name, mode == "training") for name, _ in MODELS
+          for mode in ("training", "inference")])
+    def test_future_targets_do_not_change_past_logits(self, name, training):
+        # Dropout off: with it, two calls draw different masks anyway; what is tested is the flow
+        # of information, which normalization statistics could leak in training mode.
+        model = bytenet_tf.build_model(name, dropout_rate=0.0, **SMALL)
+        source, target, _ = real_batch(4, 30)
+        target = np.array(target)
+        j = 12
+        changed = target.copy()
+        changed[:, j:] = np.random.default_rng(0).integers(3, 259, size=changed[:, j:].shape)
+        before = model(_inputs(source, target), training=training)
+        after = model(_inputs(source, changed), training=training)
+        self.assertAllClose(before[:, :j], after[:, :j], atol=1e-5)
+        self.assertNotAllClose(before[:, j:], after[:, j:])
+
+    @parameterized.named_parameters(*MODELS)
+    def test_last_source_byte_changes_early_logits(self, name):
+        model = bytenet_tf.build_model(name, **SMALL)
+        source = [[byte_codec.encode_python(b"abcdefgh")[i % 8] for i in range(9)] + [byte_codec.EOS_ID]]
+        target = [[byte_codec.BOS_ID] + byte_codec.encode_python(b"xyz")]
+        changed = [list(source[0])]
+        changed[0][-2] = byte_codec.encode_python(b"Q")[0]
+        before = model(_inputs(source, target), training=False)
+        after = model(_inputs(changed, target), training=False)
+        self.assertNotAllClose(before[:, 0], after[:, 0])
+
+
+class ReceptiveFieldTest(tf.test.TestCase):
+
+    def test_decoder_receptive_field_matches_analytic_value(self):
+        # SELU has no zero-slope region, so the single path that reaches farthest is never cut
+        # by a dead unit (ReLU can cut it at initialization); the conv topology is the same.
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=8, num_stacks=2,
+                                       kernel_size=3, dropout_rate=0.0, seed=0)
+        expected = 1 + 2 * (3 - 1) * (1 + 2 + 4 + 8 + 16)
+        self.assertEqual(model.receptive_field, expected)
+        length = expected + 10
+        # Sources of one byte: past position 1 the decoder sees only target bytes.
+        source = [[5, byte_codec.EOS_ID]]
+        target = np.full((1, length), 40)
+        changed = target.copy()
+        changed[0, 0] = 41
+        difference = np.abs(model(_inputs(source, changed)) - model(_inputs(source, target)))
+        touched = np.nonzero(difference.max(axis=-1)[0] > 0)[0]
+        self.assertEqual(touched.max(), expected - 1)
+
+    def test_padding_does_not_change_a_sentence(self):
+        model = bytenet_tf.build_model("bytenet_small", **SMALL)
+        source, target, _ = real_batch(2, 20)
+        alone = model(_inputs(source[:1], target[:1]))
+        padded_source = [row + [byte_codec.PAD_ID] * 7 for row in source[:1]]
+        self.assertAllClose(model(_inputs(padded_source, target[:1])), alone, atol=1e-5)
+
+
+class SerializationTest(parameterized.TestCase, tf.test.TestCase):
+
+    @parameterized.named_parameters(*MODELS)
+    def test_keras_save_and_load_with_overrides(self, name):
+        model = bytenet_tf.build_model(
+            name, hidden_size=12, num_stacks=1, kernel_size=5, dropout_rate=0.1,
+            dilations=(1, 3), unfold_a=1.5, unfold_b=2.0, max_length=77, seed=4)
+        source, target, _ = real_batch(2, 16)
+        path = os.path.join(self.get_temp_dir(), f"{name}.keras")
+        model.save(path)
+        loaded = keras.models.load_model(path)
+        self.assertEqual(loaded.get_config(), model.get_config())
+        self.assertAllClose(loaded(_inputs(source, target)), model(_inputs(source, target)))
+
+    def test_every_constructor_argument_in_config(self):
+        config = bytenet_tf.build_model("bytenet_selu", **SMALL).get_config()
+        for argument in inspect.signature(ByteNet.__init__).parameters:
+            if argument not in ("self", "kwargs"):
+                self.assertIn(argument, config)
+
+
+class PrecisionTest(parameterized.TestCase, tf.test.TestCase):
+
+    @parameterized.named_parameters(
+        *[(f"{name}_{policy}", name, policy) for name, _ in MODELS
+          for policy in ("float32", "mixed_bfloat16", "mixed_float16")])
+    def test_training_step_gives_float32_logits_and_finite_loss(self, name, policy):
+        model = bytenet_tf.build_model(name, dtype=policy, **SMALL)
+        optimizer = keras.optimizers.Adam(1e-3)
+        if policy == "mixed_float16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        source, target, labels = real_batch(2, 16)
+        before = [w.numpy().copy() for w in model.trainable_variables]
+        with tf.GradientTape() as tape:
+            logits = model(_inputs(source, target), training=True)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                tf.constant(labels), logits))
+            scaled = optimizer.scale_loss(loss)
+        optimizer.apply(tape.gradient(scaled, model.trainable_variables), model.trainable_variables)
+        self.assertEqual(logits.dtype, tf.float32)
+        self.assertTrue(np.isfinite(float(loss)))
+        self.assertEqual(model.encoder_blocks[0].compute_dtype, policy.replace("mixed_", "")
+                         if policy != "float32" else "float32")
+        changed = [not np.array_equal(b, w.numpy()) for b, w in zip(before, model.trainable_variables)]
+        self.assertTrue(any(changed))
