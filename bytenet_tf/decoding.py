@@ -132,7 +132,7 @@ def _length_penalty(length, alpha):
 
 
 def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFAULT_MARGIN,
-                       max_output_length=None):
+                       max_output_length=None, return_scores=False):
     """Cached beam search; the caches of every beam are reordered after each step.
 
     Finished beams are extended with PAD at no cost; among the final beams the one with the
@@ -144,9 +144,10 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFA
         beam_size: int >= 1.
         length_alpha: float, 0 for no length normalization.
         margin, max_output_length: as in `greedy_decode`.
+        return_scores: bool, also return the chosen beams' summed log-probabilities `(batch,)`.
 
     Returns:
-        int32 ids `(batch, L)`.
+        int32 ids `(batch, L)`, and the scores when `return_scores`.
     """
     if beam_size < 1:
         raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
@@ -195,4 +196,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFA
          tf.zeros([flat], tf.int32), scores, sequences, state))
     normalized = scores / _length_penalty(tf.reshape(lengths, [batch, k]), length_alpha)
     best = tf.argmax(normalized, axis=1, output_type=tf.int32)
-    return tf.gather(sequences, best, batch_dims=1)
+    output = tf.gather(sequences, best, batch_dims=1)
+    if return_scores:
+        return output, tf.gather(scores, best, batch_dims=1)
+    return output

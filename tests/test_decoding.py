@@ -1,0 +1,92 @@
+"""Cached decoding equals the naive decoder; beam search keeps its caches in order."""
+
+import numpy as np
+import tensorflow as tf
+from absl.testing import parameterized
+
+import bytenet_tf
+from bytenet_tf import decoding
+from pipelines import byte_codec
+from tests.conftest import pad_batch, read_lines
+
+MODELS = [(name, name) for name in bytenet_tf.list_models()]
+
+
+def _real_sources(count=3, max_bytes=30):
+    lines = read_lines("fixture-tiny.de", count, max_bytes)
+    return tf.constant(pad_batch([byte_codec.encode_python(s) + [byte_codec.EOS_ID] for s in lines]))
+
+
+def _sequence_log_prob(model, source, ids):
+    """Teacher-forced log-probability of `ids` (up to and including EOS) under `model`."""
+    ids = np.asarray(ids)
+    target = np.concatenate([np.full((ids.shape[0], 1), byte_codec.BOS_ID), ids[:, :-1]], 1)
+    logits = model({"source": source, "target": tf.constant(target, tf.int32)})
+    log_probs = tf.nn.log_softmax(logits).numpy()
+    totals = []
+    for row in range(ids.shape[0]):
+        total = 0.0
+        for t, token in enumerate(ids[row]):
+            if token == byte_codec.PAD_ID:
+                break
+            total += log_probs[row, t, token]
+            if token == byte_codec.EOS_ID:
+                break
+        totals.append(total)
+    return np.array(totals)
+
+
+class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
+
+    @parameterized.named_parameters(*MODELS)
+    def test_cached_greedy_equals_naive_greedy(self, name):
+        model = bytenet_tf.build_model(name, hidden_size=24, num_stacks=1, seed=3)
+        source = _real_sources()
+        cached = tf.function(lambda s: decoding.greedy_decode(
+            model, s, max_output_length=40, return_logits=True))
+        naive = tf.function(lambda s: decoding.naive_greedy_decode(
+            model, s, max_output_length=40, return_logits=True))
+        cached_ids, cached_logits = cached(source)
+        naive_ids, naive_logits = naive(source)
+        self.assertAllEqual(cached_ids, naive_ids)
+        self.assertAllClose(cached_logits, naive_logits, atol=1e-4, rtol=0)
+
+    def test_output_respects_dynamic_unfolding_bound(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
+                                       unfold_a=1.2, unfold_b=0.0, seed=0)
+        source = tf.constant([[10, 11, 12, 13, 14, byte_codec.EOS_ID]])
+        ids = decoding.greedy_decode(model, source, margin=3, ignore_eos=True)
+        self.assertEqual(ids.shape[1], int(np.ceil(1.2 * 5)) + 3)
+
+    def test_stops_once_every_row_has_emitted_eos(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1, seed=0)
+        model.output_projection.bias.assign(
+            np.eye(byte_codec.VOCAB_SIZE)[byte_codec.EOS_ID] * 1e4)
+        ids = decoding.greedy_decode(model, _real_sources())
+        self.assertAllEqual(ids, tf.fill([3, 1], byte_codec.EOS_ID))
+
+
+class BeamSearchTest(tf.test.TestCase):
+
+    def test_beam_of_one_equals_greedy(self):
+        model = bytenet_tf.build_model("bytenet_small", hidden_size=16, num_stacks=1, seed=2)
+        source = _real_sources()
+        greedy = decoding.greedy_decode(model, source, max_output_length=25)
+        beam = decoding.beam_search_decode(model, source, beam_size=1, length_alpha=0.0,
+                                           max_output_length=25)
+        self.assertAllEqual(beam, greedy)
+
+    def test_beam_scores_match_teacher_forcing(self):
+        # If a reordered beam kept another beam's queues, its score would not be the
+        # log-probability of the sequence it returns.
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
+                                       dropout_rate=0.0, seed=5)
+        source = _real_sources()
+        ids, scores = decoding.beam_search_decode(model, source, beam_size=4, length_alpha=0.0,
+                                                  max_output_length=20, return_scores=True)
+        self.assertAllClose(scores, _sequence_log_prob(model, source, ids), atol=1e-3)
+
+    def test_rejects_bad_beam_size(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=8, num_stacks=1)
+        with self.assertRaisesRegex(ValueError, "Received: beam_size=0"):
+            decoding.beam_search_decode(model, _real_sources(), beam_size=0)

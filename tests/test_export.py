@@ -1,0 +1,98 @@
+"""The SavedModel contract: strings in, strings out, in a process that imports only tensorflow."""
+
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+import bytenet_tf
+from bytenet_tf import decoding, export
+from pipelines import byte_codec
+
+# Runs in a fresh interpreter: only tensorflow is imported.
+_LOAD_AND_TRANSLATE = r"""
+import json, sys
+import tensorflow as tf
+translate = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+cases = {
+    "single": [b"", b"\x00\x00nul", b"\xff\xfe\xc3(", b"x" * 10000],
+    "empty_batch": [],
+    "mixed_64": [(b"Guten Tag " * (i % 13)) + bytes([i]) for i in range(64)],
+}
+result = {}
+for name, batch in cases.items():
+    out = translate(source=tf.constant(batch, tf.string))["translation"]
+    result[name] = {"shape": out.shape.as_list(), "dtype": out.dtype.name,
+                    "outputs": [o.hex() for o in out.numpy()]}
+result["modules"] = sorted(m for m in sys.modules if m.split(".")[0] in ("bytenet_tf", "pipelines", "tensorflow_text", "tensorflow_datasets"))
+print(json.dumps(result))
+"""
+
+
+class ExportTest(tf.test.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
+                                           max_length=64, seed=0)
+        cls.export_dir = os.path.join(tf.compat.v1.test.get_temp_dir(), "exports")
+        cls.path = export.export_saved_model(cls.model, cls.export_dir)
+
+    def test_layout_is_tf_serving_versions(self):
+        self.assertEqual(self.path, os.path.join(self.export_dir, "1"))
+        self.assertTrue(os.path.isfile(os.path.join(self.path, "saved_model.pb")))
+        self.assertTrue(os.path.isdir(os.path.join(self.path, "variables")))
+        self.assertEqual(export.resolve_saved_model(self.export_dir), self.path)
+
+    def test_contract_in_a_fresh_tensorflow_only_process(self):
+        completed = subprocess.run([sys.executable, "-c", _LOAD_AND_TRANSLATE, self.path],
+                                   capture_output=True, text=True, timeout=300)
+        self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+        result = json.loads(completed.stdout.strip().splitlines()[-1])
+        self.assertEqual(result["modules"], [])
+        self.assertEqual(result["single"]["shape"], [4])
+        self.assertEqual(result["single"]["dtype"], "string")
+        self.assertEqual(result["empty_batch"]["shape"], [0])
+        self.assertEqual(result["mixed_64"]["shape"], [64])
+        # The served bytes equal in-process cached greedy decoding of the truncated input.
+        sources = [b"", b"\x00\x00nul", b"\xff\xfe\xc3(", b"x" * 10000]
+        ids = export.source_ids(tf.constant(sources), self.model.max_length)
+        expected = byte_codec.decode(decoding.greedy_decode(self.model, ids)).numpy()
+        self.assertEqual([bytes.fromhex(h) for h in result["single"]["outputs"]], list(expected))
+
+    def test_long_input_is_truncated_to_max_length(self):
+        translate = tf.saved_model.load(self.path).signatures["serving_default"]
+        long_input = bytes(range(256)) * 40
+        out = translate(source=tf.constant([long_input, long_input[:63]]))["translation"].numpy()
+        self.assertEqual(out[0], out[1])
+
+    def test_saved_model_cli_lists_the_signature(self):
+        completed = subprocess.run(["saved_model_cli", "show", "--dir", self.path, "--all"],
+                                   capture_output=True, text=True, timeout=300)
+        self.assertEqual(completed.returncode, 0, completed.stderr[-2000:])
+        out = completed.stdout
+        self.assertIn("signature_def['serving_default']", out)
+        self.assertRegex(out, r"inputs\['source'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)")
+        self.assertRegex(out, r"outputs\['translation'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)")
+
+    def test_next_export_is_a_new_version(self):
+        second = export.export_saved_model(self.model, self.export_dir, beam_size=2)
+        self.assertEqual(second, os.path.join(self.export_dir, "2"))
+        self.assertEqual(export.resolve_saved_model(self.export_dir), second)
+        with open(os.path.join(second, "assets.extra", "bytenet_config.json")) as f:
+            self.assertEqual(json.load(f)["beam_size"], 2)
+
+    def test_mixed_precision_model_exports_in_float32(self):
+        model = bytenet_tf.build_model("bytenet_small", hidden_size=16, num_stacks=1,
+                                       dtype="mixed_bfloat16", max_length=32)
+        path = export.export_saved_model(model, os.path.join(self.get_temp_dir(), "bf16"))
+        out = tf.saved_model.load(path).signatures["serving_default"](
+            source=tf.constant([b"Hallo"]))["translation"]
+        self.assertEqual(out.shape, [1])
+
+    def test_missing_saved_model_names_the_path(self):
+        with self.assertRaisesRegex(FileNotFoundError, "No SavedModel at /nowhere"):
+            export.resolve_saved_model("/nowhere")
