@@ -37,6 +37,8 @@ flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs and config
 flags.DEFINE_string("export_dir", None, "SavedModel export base. Default: saved_models/<model>_<dataset>.")
 flags.DEFINE_integer("batch_size", None, "Global batch size in sentence pairs.")
 flags.DEFINE_integer("tokens_per_batch", None, "Global token budget per batch; 0 uses --batch_size.")
+flags.DEFINE_bool("bucketing", True, "Batch pairs of similar length together (less padding).")
+flags.DEFINE_integer("shuffle_buffer", 10000, "Pairs in the shuffle buffer; 0 for no shuffle.")
 flags.DEFINE_integer("train_steps", None, "Total training steps.")
 flags.DEFINE_float("learning_rate", None, "Peak learning rate (Adam, warm-up then rsqrt decay).")
 flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps.")
@@ -71,6 +73,7 @@ def config_from_flags():
         model=FLAGS.model, data=data, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
         hidden_size=FLAGS.hidden_size, num_stacks=FLAGS.num_stacks, dropout_rate=FLAGS.dropout_rate,
         batch_size=FLAGS.batch_size, tokens_per_batch=FLAGS.tokens_per_batch,
+        bucketing=FLAGS.bucketing, shuffle_buffer=FLAGS.shuffle_buffer,
         train_steps=FLAGS.train_steps, learning_rate=FLAGS.learning_rate,
         warmup_steps=FLAGS.warmup_steps, clip_norm=FLAGS.clip_norm, max_length=FLAGS.max_length,
         precision=FLAGS.precision, strategy=FLAGS.strategy, seed=FLAGS.seed,

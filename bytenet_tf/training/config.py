@@ -35,6 +35,8 @@ class TrainConfig:
     dropout_rate: float = None
     batch_size: int = None
     tokens_per_batch: int = None
+    bucketing: bool = True
+    shuffle_buffer: int = 10000
     train_steps: int = None
     learning_rate: float = None
     warmup_steps: int = None

@@ -29,7 +29,9 @@ def cpu_has_native_bfloat16(cpuinfo_path="/proc/cpuinfo"):
 
 
 def _tpu_configured():
-    return bool(os.environ.get("TPU_NAME")) or bool(tf.config.list_logical_devices("TPU"))
+    # Physical, not logical, devices: listing logical devices starts the runtime, after which
+    # MultiWorkerMirroredStrategy can no longer configure its collective ops.
+    return bool(os.environ.get("TPU_NAME")) or bool(tf.config.list_physical_devices("TPU"))
 
 
 def resolve_precision(precision, gpus=None, tpu=None, cpu_bfloat16=None):
@@ -72,7 +74,10 @@ def resolve_strategy(strategy):
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"--strategy={strategy} is unknown; choose one of: {', '.join(STRATEGIES)}")
-    gpus = tf.config.list_logical_devices("GPU")
+    if strategy == "multi_worker":
+        # Must come before anything that starts the TensorFlow runtime.
+        return _multi_worker_strategy()
+    gpus = tf.config.list_physical_devices("GPU")
     if strategy == "auto":
         if _tpu_configured():
             strategy = "tpu"
@@ -88,11 +93,14 @@ def resolve_strategy(strategy):
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver), "TPUStrategy"
     if strategy == "one_device":
-        device = gpus[0].name if gpus else "/cpu:0"
+        device = "/gpu:0" if gpus else "/cpu:0"
         return tf.distribute.OneDeviceStrategy(device), f"OneDeviceStrategy on {device}"
-    if strategy == "mirrored":
-        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-        return tf.distribute.MirroredStrategy(devices), f"MirroredStrategy over {devices}"
+    logical_gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+    devices = logical_gpus or [d.name for d in tf.config.list_logical_devices("CPU")]
+    return tf.distribute.MirroredStrategy(devices), f"MirroredStrategy over {devices}"
+
+
+def _multi_worker_strategy():
     if not os.environ.get("TF_CONFIG"):
         raise ValueError("--strategy=multi_worker needs the cluster in the TF_CONFIG environment "
                          'variable, e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
