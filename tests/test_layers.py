@@ -144,4 +144,6 @@ class AlphaDropoutTest(tf.test.TestCase):
 
     def test_selu_block_uses_alpha_dropout(self):
         block = ResidualBlock(8, activation="selu", normalization="none", dropout_rate=0.1)
-        self.assertTrue(all(isinstance(d, keras.layers.AlphaDropout) for d in block.dropouts))
+        self.assertIsInstance(block.dropout, keras.layers.AlphaDropout)
+        relu_block = ResidualBlock(8, activation="relu", dropout_rate=0.1)
+        self.assertIsInstance(relu_block.dropout, keras.layers.Dropout)

@@ -8,8 +8,8 @@ import tensorflow as tf
 class DilatedConv1D(keras.layers.Layer):
     """Dilated 1-D convolution over time, centred (encoder) or causal (decoder).
 
-    The convolution is computed as one matrix product over `kernel_size` shifted copies of the
-    input (im2col), which keeps the work in large matmuls on CPU. A causal convolution pads
+    A width-1 convolution runs as one 2-D matrix product; a wider one as a dilated
+    `tf.nn.convolution` (oneDNN on CPU). A causal convolution pads
     `(kernel_size - 1) * dilation_rate` zeros on the left, so output `t` reads inputs
     `t - (kernel_size - 1) * dilation_rate, ..., t` only. A centred one pads half of that on each
     side and needs an odd `kernel_size`.
@@ -94,19 +94,26 @@ class DilatedConv1D(keras.layers.Layer):
 
     def call(self, inputs):
         inputs = tf.convert_to_tensor(inputs)
-        length = tf.shape(inputs)[1]
+        kernel = tf.cast(self.kernel, self.compute_dtype)
+        if self.kernel_size == 1:
+            # A 2-D MatMul (+ BiasAdd, which grappler fuses into it) is the fastest 1x1 form.
+            shape = tf.shape(inputs)
+            outputs = tf.matmul(tf.reshape(inputs, [-1, self.input_dim]), kernel[0])
+            if self.use_bias:
+                outputs = tf.nn.bias_add(outputs, tf.cast(self.bias, self.compute_dtype))
+            return tf.reshape(outputs, tf.concat([shape[:-1], [self.filters]], 0))
         if self.causal:
             paddings = [[0, 0], [self.queue_length, 0], [0, 0]]
         else:
             half = self.queue_length // 2
             paddings = [[0, 0], [half, half], [0, 0]]
-        padded = tf.pad(inputs, paddings)
-        if self.kernel_size == 1:
-            taps = padded
-        else:
-            taps = tf.concat([padded[:, j * self.dilation_rate:j * self.dilation_rate + length]
-                              for j in range(self.kernel_size)], axis=-1)
-        return self._project(taps)
+        # oneDNN's dilated convolution: about twice as fast as im2col + MatMul on CPU, forward
+        # and backward (measured at 16 x 256 x 128 channels, dilation 4).
+        outputs = tf.nn.convolution(tf.pad(inputs, paddings), kernel, padding="VALID",
+                                    dilations=self.dilation_rate)
+        if self.use_bias:
+            outputs = tf.nn.bias_add(outputs, tf.cast(self.bias, self.compute_dtype))
+        return outputs
 
     def initial_queue(self, batch_size, dtype=None):
         """Zero queue for `step`: shape `(batch_size, queue_length, input_dim)`."""

@@ -1,0 +1,126 @@
+"""Training throughput of the step that bytenet-train runs, against the matmul peak.
+
+    python benchmarks/train_throughput.py --model=bytenet_selu --hidden_size=256 --num_stacks=2 \\
+        --batch_size=16 --length=256 --precision=float32 --steps=20
+
+Times `bytenet_tf.training.trainer`'s train step (the binary's) on batches of real text from
+../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed steps.
+FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
+the same precision, measured in the same run. The last line printed is one JSON object.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+
+from bytenet_tf import flops, zoo  # noqa: E402
+from bytenet_tf.training import trainer  # noqa: E402
+from pipelines import byte_codec  # noqa: E402
+
+DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "shared", "data", "deen")
+
+
+def matmul_peak(dtype, size=4096, repeats=10):
+    """GFLOP/s of a `size` x `size` matmul in `dtype` (best of `repeats`)."""
+    a = tf.random.normal([size, size], dtype=tf.float32)
+    a = tf.cast(a, dtype)
+    b = tf.cast(tf.random.normal([size, size]), dtype)
+    matmul = tf.function(lambda x, y: tf.matmul(x, y))
+    matmul(a, b).numpy()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a, b).numpy()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size ** 3 / best / 1e9
+
+
+def real_batches(batch_size, length, count):
+    """`count` batches of real text, every row exactly `length` ids long (no padding)."""
+    def packed(path):
+        with open(path, "rb") as f:
+            data = f.read().replace(b"\n", b" ")
+        ids = np.frombuffer(data, dtype=np.uint8).astype(np.int32) + byte_codec.BYTE_OFFSET
+        return ids
+    de = packed(os.path.join(DEEN, "train.de"))
+    en = packed(os.path.join(DEEN, "train.en"))
+    batches = []
+    for i in range(count):
+        offset = i * batch_size * length
+        source = de[offset:offset + batch_size * length].reshape(batch_size, length)
+        labels = en[offset:offset + batch_size * length].reshape(batch_size, length)
+        target = np.concatenate([np.full((batch_size, 1), byte_codec.BOS_ID), labels[:, :-1]], 1)
+        batches.append(({"source": source, "target": target.astype(np.int32)}, labels))
+    return batches
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--model", default="bytenet_selu")
+    parser.add_argument("--hidden_size", type=int, default=256)
+    parser.add_argument("--num_stacks", type=int, default=2)
+    parser.add_argument("--batch_size", type=int, default=16)
+    parser.add_argument("--length", type=int, default=256)
+    parser.add_argument("--precision", default="float32",
+                        choices=["float32", "mixed_bfloat16", "mixed_float16"])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+
+    keras.utils.set_random_seed(0)
+    strategy = tf.distribute.get_strategy()
+    model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
+                            dtype=args.precision, max_length=args.length + 1, seed=0)
+    optimizer = keras.optimizers.Adam(1e-4)
+    if args.precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    optimizer.build(model.trainable_variables)
+    step = tf.Variable(0, dtype=tf.int64, trainable=False)
+    train_step = trainer._make_train_step(strategy, model, optimizer, step)
+    batches = real_batches(args.batch_size, args.length, args.steps + args.warmup)
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(batches), output_signature=(
+            {"source": tf.TensorSpec([None, None], tf.int32),
+             "target": tf.TensorSpec([None, None], tf.int32)},
+            tf.TensorSpec([None, None], tf.int32))).cache()
+    iterator = iter(dataset)
+    for _ in range(args.warmup):
+        float(train_step(iterator)[0])
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        loss = train_step(iterator)[0]
+    float(loss)
+    seconds = (time.perf_counter() - start) / args.steps
+
+    step_flops = flops.training_flops(model, args.length, args.length, args.batch_size)
+    achieved = step_flops / seconds / 1e9
+    peak_dtype = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
+                  "mixed_float16": tf.float16}[args.precision]
+    peak = matmul_peak(peak_dtype)
+    result = {
+        "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
+        "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
+        "parameters": model.count_params(), "seconds_per_step": round(seconds, 5),
+        "target_bytes_per_s": round(args.batch_size * args.length / seconds, 1),
+        "gflop_per_step": round(step_flops / 1e9, 3), "gflop_per_s": round(achieved, 2),
+        "matmul_peak_gflop_per_s": round(peak, 2), "fraction_of_peak": round(achieved / peak, 4),
+    }
+    print(f"{args.model} h{args.hidden_size} x{args.num_stacks} stacks, {args.batch_size}x"
+          f"{args.length} bytes, {args.precision}: {seconds * 1000:.1f} ms/step, "
+          f"{result['target_bytes_per_s']:.0f} target bytes/s, {achieved:.1f} GFLOP/s = "
+          f"{100 * achieved / peak:.1f}% of the {peak:.0f} GFLOP/s matmul peak")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
