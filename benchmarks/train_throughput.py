@@ -4,7 +4,8 @@
         --batch_size=16 --length=256 --precision=float32 --steps=20
 
 Times `bytenet_tf.training.trainer`'s train step (the binary's) on batches of real text from
-../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed steps.
+../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed steps, and
+reports the median step time.
 FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
 the same precision, measured in the same run. The last line printed is one JSON object.
 """
@@ -96,11 +97,14 @@ def main():
     iterator = iter(dataset)
     for _ in range(args.warmup):
         float(train_step(iterator)[0])
-    start = time.perf_counter()
+    # The binary reads the loss after every step (NaN check), so each timed step does too.
+    # The median step resists the noise of a shared machine.
+    times = []
     for _ in range(args.steps):
-        loss = train_step(iterator)[0]
-    float(loss)
-    seconds = (time.perf_counter() - start) / args.steps
+        start = time.perf_counter()
+        float(train_step(iterator)[0])
+        times.append(time.perf_counter() - start)
+    seconds = float(np.median(times))
 
     step_flops = flops.training_flops(model, args.length, args.length, args.batch_size)
     achieved = step_flops / seconds / 1e9
@@ -111,6 +115,7 @@ def main():
         "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
         "parameters": model.count_params(), "seconds_per_step": round(seconds, 5),
+        "seconds_per_step_min_max": [round(min(times), 5), round(max(times), 5)],
         "target_bytes_per_s": round(args.batch_size * args.length / seconds, 1),
         "gflop_per_step": round(step_flops / 1e9, 3), "gflop_per_s": round(achieved, 2),
         "matmul_peak_gflop_per_s": round(peak, 2), "fraction_of_peak": round(achieved / peak, 4),

@@ -40,13 +40,21 @@ def _prepare(model, source, margin, max_output_length):
     limits = output_limits(model, source, margin, max_output_length)
     steps = tf.maximum(tf.reduce_max(tf.concat([limits, [1]], 0)), 1)
     encoded = model.encode(source, training=False)
-    # Past the end of the source the decoder sees zero vectors (dynamic unfolding).
-    encoded = tf.pad(encoded, [[0, 0], [0, tf.maximum(steps - tf.shape(encoded)[1], 0)], [0, 0]])
     return source, limits, steps, encoded
 
 
+def _encoded_at(encoded, t):
+    """Encoder output at position t, or zeros past the end (dynamic unfolding).
+
+    A clamped gather rather than a data-dependent pad keeps every shape static under XLA.
+    """
+    length = tf.shape(encoded)[1]
+    inside = tf.cast(t < length, encoded.dtype)
+    return tf.gather(encoded, tf.minimum(t, length - 1), axis=1) * inside
+
+
 def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
-                  ignore_eos=False, return_logits=False):
+                  ignore_eos=False, return_logits=False, capacity=None):
     """Cached greedy decoding.
 
     Args:
@@ -55,16 +63,20 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
         margin: int, bytes added to the unfolding bound.
         max_output_length: int or None, a hard cap on the output length.
         ignore_eos: bool, decode every row to its bound (for timing).
-        return_logits: bool, also return float32 logits `(batch, L, VOCAB_SIZE)`.
+        return_logits: bool, also return float32 logits `(batch, L, VOCAB_SIZE)` (not under XLA).
+        capacity: a Python int, for XLA: the output buffer's static width. Outputs are then
+            `(batch, capacity)` with PAD_ID after the last step, and decoding stops at `capacity`.
 
     Returns:
         int32 ids `(batch, L)`, and the logits when `return_logits`.
     """
     source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
     batch = tf.shape(source)[0]
+    if capacity is not None:
+        steps = tf.minimum(steps, capacity)
     state = model.initial_decoder_state(batch)
-    # Decoding may stop before `steps`, so the arrays grow as they are written.
-    ids = tf.TensorArray(tf.int32, size=0, dynamic_size=True, element_shape=[None])
+    # Unwritten entries stay 0, which is PAD_ID.
+    ids = tf.zeros([capacity if capacity is not None else steps, batch], tf.int32)
     all_logits = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[None, None])
 
     def cond(t, previous, finished, state, ids, all_logits):
@@ -72,20 +84,22 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
         return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
 
     def body(t, previous, finished, state, ids, all_logits):
-        logits, state = model.decoder_step(encoded[:, t], previous, state)
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state)
         if return_logits:
             all_logits = all_logits.write(t, logits)
         chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
         chosen = tf.where(finished, PAD_ID, chosen)
-        ids = ids.write(t, chosen)
+        ids = tf.tensor_scatter_nd_update(ids, [[t]], chosen[tf.newaxis])
         finished = finished | (tf.equal(chosen, EOS_ID) & (not ignore_eos)) | (t + 1 >= limits)
         return t + 1, chosen, finished, state, ids, all_logits
 
-    _, _, _, _, ids, all_logits = tf.while_loop(
+    length, _, _, _, ids, all_logits = tf.while_loop(
         cond, body,
         (tf.constant(0), tf.fill([batch], BOS_ID), tf.zeros([batch], tf.bool), state, ids,
          all_logits))
-    output = tf.reshape(tf.transpose(ids.stack(), [1, 0]), [batch, -1])
+    output = tf.transpose(ids, [1, 0])
+    if capacity is None:
+        output = output[:, :length]
     if return_logits:
         vocab = model.output_projection.filters
         return output, tf.reshape(tf.transpose(all_logits.stack(), [1, 0, 2]), [batch, -1, vocab])
@@ -109,7 +123,8 @@ def naive_greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=
         return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
 
     def body(t, prefix, finished, logits_so_far):
-        logits = model.decode(encoded[:, :t + 1], prefix, training=False)[:, -1]
+        # `decode` pads the encoder output with zeros past the source end.
+        logits = model.decode(encoded, prefix, training=False)[:, -1]
         if return_logits:
             logits_so_far = tf.concat([logits_so_far, logits[:, tf.newaxis]], axis=1)
         chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
@@ -132,7 +147,7 @@ def _length_penalty(length, alpha):
 
 
 def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFAULT_MARGIN,
-                       max_output_length=None, return_scores=False):
+                       max_output_length=None, return_scores=False, capacity=None):
     """Cached beam search; the caches of every beam are reordered after each step.
 
     Finished beams are extended with PAD at no cost; among the final beams the one with the
@@ -145,6 +160,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFA
         length_alpha: float, 0 for no length normalization.
         margin, max_output_length: as in `greedy_decode`.
         return_scores: bool, also return the chosen beams' summed log-probabilities `(batch,)`.
+        capacity: a Python int for XLA, as in `greedy_decode`.
 
     Returns:
         int32 ids `(batch, L)`, and the scores when `return_scores`.
@@ -153,21 +169,24 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFA
         raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
     source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
     batch = tf.shape(source)[0]
+    if capacity is not None:
+        steps = tf.minimum(steps, capacity)
+    width = capacity if capacity is not None else steps
     k = beam_size
     flat = batch * k
-    encoded = tf.repeat(encoded, k, axis=0)  # (batch * k, steps, hidden)
+    encoded = tf.repeat(encoded, k, axis=0)  # (batch * k, S, hidden)
     limits = tf.repeat(limits, k, axis=0)
     state = model.initial_decoder_state(flat)
     # Only the first beam is live at the start, so the k beams do not all pick the same byte.
     scores = tf.tile(tf.concat([[0.0], tf.fill([k - 1], -1e9)], 0)[tf.newaxis], [batch, 1])
-    sequences = tf.zeros([batch, k, steps], tf.int32)
-    positions = tf.range(steps)
+    sequences = tf.zeros([batch, k, width], tf.int32)
+    positions = tf.range(width)
 
     def cond(t, previous, finished, lengths, scores, sequences, state):
         return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(finished)))
 
     def body(t, previous, finished, lengths, scores, sequences, state):
-        logits, state = model.decoder_step(encoded[:, t], previous, state)
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
         # A finished beam continues with PAD at log-probability 0 and nothing else.
@@ -190,13 +209,15 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFA
         finished = finished | tf.equal(chosen, EOS_ID) | (t + 1 >= limits)
         return t + 1, chosen, finished, lengths, scores, sequences, state
 
-    _, _, _, lengths, scores, sequences, _ = tf.while_loop(
+    length, _, _, lengths, scores, sequences, _ = tf.while_loop(
         cond, body,
         (tf.constant(0), tf.fill([flat], BOS_ID), tf.zeros([flat], tf.bool),
          tf.zeros([flat], tf.int32), scores, sequences, state))
     normalized = scores / _length_penalty(tf.reshape(lengths, [batch, k]), length_alpha)
     best = tf.argmax(normalized, axis=1, output_type=tf.int32)
     output = tf.gather(sequences, best, batch_dims=1)
+    if capacity is None:
+        output = output[:, :length]
     if return_scores:
         return output, tf.gather(scores, best, batch_dims=1)
     return output

@@ -49,7 +49,9 @@ class Translator(tf.Module):
         model: a float32 `ByteNet`.
         beam_size: int, 1 for greedy decoding.
         length_alpha: float, beam search length normalization.
-        jit_compile: bool, compile the integer-only decoding loop with XLA.
+        jit_compile: bool, compile the integer-only decoding loop with XLA (no strings reach
+            XLA). XLA compiles once per distinct input shape `(batch, padded length)`, so this
+            suits servers that batch to a few fixed shapes.
     """
 
     def __init__(self, model, beam_size=1, length_alpha=0.6, jit_compile=False):
@@ -57,13 +59,16 @@ class Translator(tf.Module):
         self.model = model
         self.beam_size = beam_size
         self.length_alpha = length_alpha
+        # XLA needs a static output width: the unfolding bound of the longest accepted source.
+        self.capacity = (model.max_output_length(model.max_length - 1) + decoding.DEFAULT_MARGIN
+                         if jit_compile else None)
         self._decode_ids = tf.function(self._decode_ids_python, jit_compile=jit_compile)
 
     def _decode_ids_python(self, ids):
         if self.beam_size == 1:
-            return decoding.greedy_decode(self.model, ids)
+            return decoding.greedy_decode(self.model, ids, capacity=self.capacity)
         return decoding.beam_search_decode(self.model, ids, beam_size=self.beam_size,
-                                           length_alpha=self.length_alpha)
+                                           length_alpha=self.length_alpha, capacity=self.capacity)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="source")])
     def translate(self, source):

@@ -51,6 +51,16 @@ class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
         self.assertAllEqual(cached_ids, naive_ids)
         self.assertAllClose(cached_logits, naive_logits, atol=1e-4, rtol=0)
 
+    def test_xla_compiled_decoding_equals_graph_mode(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1, seed=0)
+        source = _real_sources()
+        compiled = tf.function(lambda s: decoding.greedy_decode(
+            model, s, max_output_length=30, capacity=30), jit_compile=True)(source)
+        plain = decoding.greedy_decode(model, source, max_output_length=30)
+        self.assertEqual(compiled.shape, [3, 30])
+        self.assertAllEqual(compiled[:, :plain.shape[1]], plain)
+        self.assertAllEqual(compiled[:, plain.shape[1]:], tf.zeros_like(compiled[:, plain.shape[1]:]))
+
     def test_output_respects_dynamic_unfolding_bound(self):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
                                        unfold_a=1.2, unfold_b=0.0, seed=0)

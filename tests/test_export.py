@@ -93,6 +93,14 @@ class ExportTest(tf.test.TestCase):
             source=tf.constant([b"Hallo"]))["translation"]
         self.assertEqual(out.shape, [1])
 
+    def test_xla_compiled_export_translates_like_graph_mode(self):
+        path = export.export_saved_model(self.model, os.path.join(self.get_temp_dir(), "xla"),
+                                         jit_compile=True)
+        batch = tf.constant([b"Guten Tag", b"", b"\xff\x00"])
+        compiled = tf.saved_model.load(path).signatures["serving_default"](source=batch)
+        plain = tf.saved_model.load(self.path).signatures["serving_default"](source=batch)
+        self.assertAllEqual(compiled["translation"], plain["translation"])
+
     def test_missing_saved_model_names_the_path(self):
         with self.assertRaisesRegex(FileNotFoundError, "No SavedModel at /nowhere"):
             export.resolve_saved_model("/nowhere")
