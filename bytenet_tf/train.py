@@ -40,6 +40,8 @@ flags.DEFINE_integer("tokens_per_batch", None, "Global token budget per batch; 0
 flags.DEFINE_bool("bucketing", True, "Batch pairs of similar length together (less padding).")
 flags.DEFINE_integer("shuffle_buffer", 10000, "Pairs in the shuffle buffer; 0 for no shuffle.")
 flags.DEFINE_integer("train_steps", None, "Total training steps.")
+flags.DEFINE_float("time_budget_seconds", 0.0, "Stop (and checkpoint) after this much training "
+                   "time in this run, even before --train_steps; 0 for no limit. A rerun continues.")
 flags.DEFINE_float("learning_rate", None, "Peak learning rate (Adam, warm-up then rsqrt decay).")
 flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps.")
 flags.DEFINE_float("clip_norm", 0.0, "Clip each replica's gradient to this norm; 0 for none.")
@@ -74,7 +76,8 @@ def config_from_flags():
         hidden_size=FLAGS.hidden_size, num_stacks=FLAGS.num_stacks, dropout_rate=FLAGS.dropout_rate,
         batch_size=FLAGS.batch_size, tokens_per_batch=FLAGS.tokens_per_batch,
         bucketing=FLAGS.bucketing, shuffle_buffer=FLAGS.shuffle_buffer,
-        train_steps=FLAGS.train_steps, learning_rate=FLAGS.learning_rate,
+        train_steps=FLAGS.train_steps, time_budget_seconds=FLAGS.time_budget_seconds,
+        learning_rate=FLAGS.learning_rate,
         warmup_steps=FLAGS.warmup_steps, clip_norm=FLAGS.clip_norm, max_length=FLAGS.max_length,
         precision=FLAGS.precision, strategy=FLAGS.strategy, seed=FLAGS.seed,
         checkpoint_every=FLAGS.checkpoint_every, eval_every=FLAGS.eval_every,

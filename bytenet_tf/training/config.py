@@ -38,6 +38,7 @@ class TrainConfig:
     bucketing: bool = True
     shuffle_buffer: int = 10000
     train_steps: int = None
+    time_budget_seconds: float = 0.0
     learning_rate: float = None
     warmup_steps: int = None
     clip_norm: float = 0.0

@@ -136,11 +136,15 @@ def _distributed_dataset(strategy, config, start_step, length_filter):
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def _summaries(writer, step, values):
+def _summaries(writer, step, values, metrics_path=None):
+    """Writes TensorBoard scalars, and one JSON line to `metrics_path` (for plots)."""
     with writer.as_default(step=step):
         for name, value in values.items():
             tf.summary.scalar(name, value)
     writer.flush()
+    if metrics_path:
+        with open(metrics_path, "a") as f:
+            f.write(json.dumps(dict(values, step=step, time=time.time())) + "\n")
 
 
 def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief):
@@ -151,6 +155,8 @@ def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief
     train_step = _make_train_step(strategy, model, optimizer, step)
     last = {"loss": float("nan"), "byte_accuracy": float("nan")}
     window_bytes, window_start = 0.0, time.perf_counter()
+    loop_start = time.perf_counter()
+    metrics_path = os.path.join(config.model_dir, "metrics.jsonl") if chief else None
     bar = tqdm(total=config.train_steps, initial=start, desc="train", unit="step",
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
     for current in range(start + 1, config.train_steps + 1):
@@ -173,12 +179,17 @@ def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief
             if chief:
                 _summaries(writer, current, {
                     "loss": loss, "bits_per_byte": loss / math.log(2), "byte_accuracy": accuracy,
-                    "learning_rate": float(optimizer.learning_rate), "bytes_per_second": rate})
+                    "learning_rate": float(optimizer.learning_rate), "bytes_per_second": rate,
+                    "train_seconds": time.perf_counter() - loop_start}, metrics_path)
             window_bytes, window_start = 0.0, time.perf_counter()
         if current % config.checkpoint_every == 0:
             manager.save(checkpoint_number=current)
         if chief and config.eval_every and current % config.eval_every == 0:
             _validate_and_log(config, model, writer, current)
+        if config.time_budget_seconds and time.perf_counter() - loop_start > config.time_budget_seconds:
+            logging.info("Time budget of %.0f s reached at step %d.", config.time_budget_seconds,
+                         current)
+            break
     bar.close()
     if int(step.numpy()) > start:
         manager.save(checkpoint_number=int(step.numpy()))
@@ -194,7 +205,8 @@ def _validate_and_log(config, model, writer, current):
     sources, references = _validation_pairs(config)
     results, _ = validate(model, sources, references, progress=config.progress)
     _summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
-                                 "valid_exact_match": results["exact_match"]})
+                                 "valid_exact_match": results["exact_match"]},
+               os.path.join(config.model_dir, "metrics.jsonl"))
     logging.info("Step %d validation: BLEU %.2f, chrF %.2f, exact match %.4f on %d sentences",
                  current, results["bleu"], results["chrf"], results["exact_match"],
                  results["sentences"])

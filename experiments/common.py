@@ -1,0 +1,47 @@
+"""Helpers shared by the experiment scripts: paths, results files, and the commit that ran."""
+
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEEN = os.path.join(os.path.dirname(ROOT), "shared", "data", "deen")
+RESULTS = os.path.join(ROOT, "docs", "results")
+RUNS = os.path.join(ROOT, "runs", "experiments")
+
+
+def deen(name):
+    """Path of a file in ../shared/data/deen, or a clear error when the folder is missing."""
+    path = os.path.join(DEEN, name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing: the experiments read the shared German-English "
+                                "data from ../shared/data/deen beside the project.")
+    return path
+
+
+def commit():
+    """The current commit (with `+dirty` when the tree has uncommitted changes)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
+def write_results(name, results):
+    """Writes docs/results/<name>.json with the command's commit."""
+    os.makedirs(RESULTS, exist_ok=True)
+    results = dict(results, commit=commit())
+    path = os.path.join(RESULTS, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2, default=str)
+    return path
+
+
+def read_metrics(model_dir):
+    """The JSON lines of `model_dir/metrics.jsonl` as a list of dicts."""
+    path = os.path.join(model_dir, "metrics.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
