@@ -44,11 +44,15 @@ flags.DEFINE_float("time_budget_seconds", 0.0, "Stop (and checkpoint) after this
                    "time in this run, even before --train_steps; 0 for no limit. A rerun continues.")
 flags.DEFINE_float("learning_rate", None, "Peak learning rate (Adam, warm-up then rsqrt decay).")
 flags.DEFINE_integer("warmup_steps", None, "Linear warm-up steps.")
+flags.DEFINE_bool("decay_learning_rate", True, "Decay as 1/sqrt(step) after the warm-up; "
+                  "--nodecay_learning_rate keeps it constant.")
 flags.DEFINE_float("clip_norm", 0.0, "Clip each replica's gradient to this norm; 0 for none.")
 flags.DEFINE_integer("max_length", None, "Longest sequence in bytes, EOS included (default 500).")
 flags.DEFINE_integer("hidden_size", None, "Override the model's hidden size.")
 flags.DEFINE_integer("num_stacks", None, "Override the model's number of dilation stacks.")
 flags.DEFINE_float("dropout_rate", None, "Override the model's dropout rate.")
+flags.DEFINE_enum("normalization", None, ["layer", "batch", "none"],
+                  "Override the model's normalization (batch: encoder only, layer in the decoder).")
 flags.DEFINE_enum("precision", "auto", list(devices.PRECISIONS), "Precision policy.")
 flags.DEFINE_enum("strategy", "auto", list(devices.STRATEGIES), "tf.distribute strategy.")
 flags.DEFINE_integer("seed", 0, "Seeds the model, dropout and the data shuffle.")
@@ -74,11 +78,13 @@ def config_from_flags():
     return TrainConfig(
         model=FLAGS.model, data=data, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
         hidden_size=FLAGS.hidden_size, num_stacks=FLAGS.num_stacks, dropout_rate=FLAGS.dropout_rate,
+        normalization=FLAGS.normalization,
         batch_size=FLAGS.batch_size, tokens_per_batch=FLAGS.tokens_per_batch,
         bucketing=FLAGS.bucketing, shuffle_buffer=FLAGS.shuffle_buffer,
         train_steps=FLAGS.train_steps, time_budget_seconds=FLAGS.time_budget_seconds,
         learning_rate=FLAGS.learning_rate,
-        warmup_steps=FLAGS.warmup_steps, clip_norm=FLAGS.clip_norm, max_length=FLAGS.max_length,
+        warmup_steps=FLAGS.warmup_steps, decay_learning_rate=FLAGS.decay_learning_rate,
+        clip_norm=FLAGS.clip_norm, max_length=FLAGS.max_length,
         precision=FLAGS.precision, strategy=FLAGS.strategy, seed=FLAGS.seed,
         checkpoint_every=FLAGS.checkpoint_every, eval_every=FLAGS.eval_every,
         valid_size=FLAGS.valid_size, log_every=FLAGS.log_every, beam_size=FLAGS.beam_size,

@@ -11,6 +11,11 @@ from bytenet_tf.layers.normalization import build_normalization, validate_normal
 ACTIVATIONS = ("relu", "selu")
 
 
+def activate(x, activation):
+    """Applies `activation` (`relu` or `selu`), one fused op."""
+    return tf.nn.selu(x) if activation == "selu" else tf.nn.relu(x)
+
+
 @keras.saving.register_keras_serializable(package="bytenet_tf")
 class ResidualBlock(keras.layers.Layer):
     """ByteNet residual block (Kalchbrenner et al. 2016, figure 3).
@@ -130,15 +135,12 @@ class ResidualBlock(keras.layers.Layer):
             conv.build(shape[:-1] + (channels,))
             channels = conv.filters
 
-    def _activate(self, x):
-        return tf.nn.selu(x) if self.activation == "selu" else tf.nn.relu(x)
-
     def _pre(self, index, x, training, mask=None):
         norm = self.norms[index]
         if norm is not None:
             x = norm(x, training=training, mask=mask) if self.normalization == "batch" \
                 else norm(x, training=training)
-        x = self._activate(x)
+        x = activate(x, self.activation)
         if self.dropout is not None and index == len(self.convs) - 1:
             x = self.dropout(x, training=training)
         return x

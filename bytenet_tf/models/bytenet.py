@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
-from bytenet_tf.layers.residual_block import ResidualBlock
+from bytenet_tf.layers.residual_block import ResidualBlock, activate
 from bytenet_tf.layers.simplified_residual_block import SimplifiedResidualBlock
 from pipelines.byte_codec import PAD_ID, VOCAB_SIZE
 
@@ -157,9 +157,6 @@ class ByteNet(keras.Model):
         self.output_projection.build(hidden)
         self.built = True
 
-    def _activate(self, x):
-        return tf.nn.selu(x) if self.activation == "selu" else tf.nn.relu(x)
-
     def encode(self, source, training=None):
         """Encodes source ids `(batch, S)` to `(batch, S, hidden_size)`, zero at padding."""
         source = tf.convert_to_tensor(source)
@@ -176,7 +173,7 @@ class ByteNet(keras.Model):
     def _head(self, x, training=None):
         if self.output_norm is not None:
             x = self.output_norm(x, training=training)
-        return self._activate(x)
+        return activate(x, self.activation)
 
     def decode(self, encoded, target, training=None):
         """Runs the decoder over all target positions at once.

@@ -33,6 +33,7 @@ class TrainConfig:
     hidden_size: int = None
     num_stacks: int = None
     dropout_rate: float = None
+    normalization: str = None
     batch_size: int = None
     tokens_per_batch: int = None
     bucketing: bool = True
@@ -41,6 +42,7 @@ class TrainConfig:
     time_budget_seconds: float = 0.0
     learning_rate: float = None
     warmup_steps: int = None
+    decay_learning_rate: bool = True
     clip_norm: float = 0.0
     max_length: int = None
     precision: str = "auto"
@@ -81,7 +83,7 @@ def resolve(config):
 def model_overrides(config):
     """The zoo overrides that `config` sets (None fields keep the zoo's values)."""
     overrides = {"max_length": config.max_length, "seed": config.seed}
-    for key in ("hidden_size", "num_stacks", "dropout_rate"):
+    for key in ("hidden_size", "num_stacks", "dropout_rate", "normalization"):
         if getattr(config, key) is not None:
             overrides[key] = getattr(config, key)
     return overrides

@@ -79,7 +79,8 @@ def validate(model, sources, references, progress=False):
 def _build(config, policy):
     model = zoo.build_model(config.model, dtype=policy, **model_overrides(config))
     optimizer = keras.optimizers.Adam(
-        WarmupRsqrtDecay(config.learning_rate, max(config.warmup_steps, 1)),
+        WarmupRsqrtDecay(config.learning_rate, max(config.warmup_steps, 1),
+                         decay=config.decay_learning_rate),
         clipnorm=config.clip_norm or None)
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
