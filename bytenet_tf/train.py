@@ -38,6 +38,8 @@ flags.DEFINE_string("export_dir", None, "SavedModel export base. Default: saved_
 flags.DEFINE_integer("batch_size", None, "Global batch size in sentence pairs.")
 flags.DEFINE_integer("tokens_per_batch", None, "Global token budget per batch; 0 uses --batch_size.")
 flags.DEFINE_bool("bucketing", True, "Batch pairs of similar length together (less padding).")
+flags.DEFINE_enum("unicode_normalization", None, ["NFC", "NFKC", "NFD", "NFKD"],
+                  "Unicode-normalize training text (tensorflow-text); invalid UTF-8 passes unchanged.")
 flags.DEFINE_integer("shuffle_buffer", 10000, "Pairs in the shuffle buffer; 0 for no shuffle.")
 flags.DEFINE_integer("train_steps", None, "Total training steps.")
 flags.DEFINE_float("time_budget_seconds", 0.0, "Stop (and checkpoint) after this much training "
@@ -81,6 +83,7 @@ def config_from_flags():
         normalization=FLAGS.normalization,
         batch_size=FLAGS.batch_size, tokens_per_batch=FLAGS.tokens_per_batch,
         bucketing=FLAGS.bucketing, shuffle_buffer=FLAGS.shuffle_buffer,
+        unicode_normalization=FLAGS.unicode_normalization,
         train_steps=FLAGS.train_steps, time_budget_seconds=FLAGS.time_budget_seconds,
         learning_rate=FLAGS.learning_rate,
         warmup_steps=FLAGS.warmup_steps, decay_learning_rate=FLAGS.decay_learning_rate,

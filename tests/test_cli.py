@@ -71,6 +71,18 @@ class CommandLineTest(tf.test.TestCase):
         with open(output, "rb") as f:
             self.assertLen(f.read().split(b"\n")[:-1], 20)
 
+    def test_evaluate_reads_newstest_from_a_sacrebleu_cache(self):
+        from tests.test_sources import _write_sacrebleu_cache
+        from tests.conftest import read_lines
+
+        cache = os.path.join(self.get_temp_dir(), "sacrebleu")
+        _write_sacrebleu_cache(cache, 2014, "de-en", read_lines("fixture-tiny.de", 5),
+                               read_lines("fixture-tiny.en", 5))
+        completed = _run("bytenet_tf.evaluate", f"--saved_model={self.base}", "--dataset=newstest",
+                         "--newstest_year=2014", f"--data_dir={cache}", "--progress=false")
+        self.assertEqual(completed.returncode, 0, completed.stderr[-2000:])
+        self.assertEqual(json.loads(completed.stdout.decode().splitlines()[-1])["sentences"], 5)
+
     def test_evaluate_mismatched_files_name_both(self):
         short = os.path.join(self.get_temp_dir(), "short.en")
         with open(short, "wb") as f:

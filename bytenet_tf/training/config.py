@@ -37,6 +37,7 @@ class TrainConfig:
     batch_size: int = None
     tokens_per_batch: int = None
     bucketing: bool = True
+    unicode_normalization: str = None
     shuffle_buffer: int = 10000
     train_steps: int = None
     time_budget_seconds: float = 0.0

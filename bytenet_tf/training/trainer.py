@@ -125,7 +125,7 @@ def _distributed_dataset(strategy, config, start_step, length_filter):
     pipeline = preprocessing.PipelineConfig(
         max_length=config.max_length, batch_size=config.batch_size // replicas,
         tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
-        shuffle_buffer=config.shuffle_buffer,
+        shuffle_buffer=config.shuffle_buffer, normalization=config.unicode_normalization,
         # A resumed run reshuffles with a new seed instead of replaying the first batches.
         seed=config.seed + start_step)
 
