@@ -10,6 +10,10 @@ Configurations (`DIGITS_CONFIGS`):
 - `thesis`: the thesis's own, 2 or 3 digits, 128 training numbers drawn with seed 10 and 128
   test numbers with seed 11.
 - `default`: the main job's, 1 to 5 digits, 20000 training and 1000 test numbers.
+- `thesis_recombined`: the thesis's 128 training and 128 test numbers, plus every other number
+  of 2 or 3 digits that can be assembled from the (word, digit) pieces seen in the 128
+  training pairs, except the test numbers: data augmentation by recombination, which uses
+  nothing but the training pairs (and keeps the test numbers out of training).
 """
 
 import dataclasses
@@ -28,11 +32,13 @@ class DigitsConfig:
     test_size: int
     train_seed: int
     test_seed: int
+    recombine: bool = False
 
 
 DIGITS_CONFIGS = {
     "thesis": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11),
     "default": DigitsConfig(1, 5, 20000, 1000, train_seed=10, test_seed=11),
+    "thesis_recombined": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11, recombine=True),
 }
 
 
@@ -58,6 +64,21 @@ def _draw(config, count, seed, exclude):
     return numbers
 
 
+def recombine(train, min_digits, max_digits, exclude):
+    """Every number of `min_digits`..`max_digits` digits whose digits all occur in `train`.
+
+    The pieces are the (word, digit) pairs that the training sources and targets align
+    position by position; numbers in `train` or in `exclude` are left out. Sorted, so the
+    result is deterministic.
+    """
+    pieces = sorted({digit for number in train for digit in number})
+    numbers = [""]
+    for _ in range(max_digits):
+        numbers = numbers + [n + d for n in numbers for d in pieces if len(n) < max_digits]
+    taken = set(train) | set(exclude)
+    return sorted({n for n in numbers if min_digits <= len(n) <= max_digits} - taken)
+
+
 def digit_pairs(config="default"):
     """Returns `(train, test)`, each a list of `(source_bytes, target_bytes)` pairs.
 
@@ -71,5 +92,7 @@ def digit_pairs(config="default"):
         config = DIGITS_CONFIGS[config]
     train = _draw(config, config.train_size, config.train_seed, exclude=())
     test = _draw(config, config.test_size, config.test_seed, exclude=train)
+    if config.recombine:
+        train = train + recombine(train, config.min_digits, config.max_digits, exclude=test)
     as_pairs = lambda numbers: [(spell(n).encode(), n.encode()) for n in numbers]  # noqa: E731
     return as_pairs(train), as_pairs(test)

@@ -37,6 +37,16 @@ class DigitsTest(tf.test.TestCase):
             train, test = digits.digit_pairs(config)
             self.assertEmpty({t for _, t in train} & {t for _, t in test})
 
+    def test_recombined_thesis_config_keeps_tests_out(self):
+        train, test = digits.digit_pairs("thesis_recombined")
+        thesis_train, thesis_test = digits.digit_pairs("thesis")
+        self.assertEqual(test, thesis_test)
+        self.assertEqual(train[:128], thesis_train)
+        train_numbers = [t for _, t in train]
+        self.assertLen(set(train_numbers), len(train_numbers))
+        self.assertEmpty(set(train_numbers) & {t for _, t in test})
+        self.assertLen(train, 1100 - 128)  # every 2-3 digit number except the test ones
+
     def test_default_covers_one_to_five_digits(self):
         train, _ = digits.digit_pairs("default")
         self.assertEqual({len(t) for _, t in train}, {1, 2, 3, 4, 5})
@@ -45,7 +55,7 @@ class DigitsTest(tf.test.TestCase):
         self.assertEqual(digits.spell("104"), "one zero four")
 
     def test_unknown_config_lists_choices(self):
-        with self.assertRaisesRegex(ValueError, "choose one of: thesis, default"):
+        with self.assertRaisesRegex(ValueError, "choose one of: thesis, default, thesis_recombined"):
             digits.digit_pairs("huge")
 
 
