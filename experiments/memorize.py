@@ -1,6 +1,9 @@
 """Experiment 2: memorizing 100 newstest2013 pairs, trained and scored on the same pairs.
 
-    python experiments/memorize.py [--minutes 6]
+    python experiments/memorize.py [--minutes 10] [--variant selu]
+
+With `--variant`, one variant runs and writes docs/results/memorize_<variant>.json; start the
+four variants at the same time to give them equal shares of the machine.
 
 Runs bytenet_small with normalization layer, batch and none, and bytenet_selu, each for the same
 wall-clock budget (validation included), batch 20 (5 steps per epoch), Adam at a constant 1e-3
@@ -44,13 +47,15 @@ def write_pairs(folder):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--minutes", type=float, default=6)
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default=None)
     args = parser.parse_args()
+    variants = {args.variant: VARIANTS[args.variant]} if args.variant else VARIANTS
     source, target = write_pairs(os.path.join(RUNS, "memorize", "data"))
     data = datasets.DataSpec(name="text", source_file=source, target_file=target,
                              valid_source_file=source, valid_target_file=target)
     runs = {}
-    for label, (model, overrides) in VARIANTS.items():
+    for label, (model, overrides) in variants.items():
         model_dir = os.path.join(RUNS, "memorize", label)
         config = TrainConfig(
             model=model, data=data, model_dir=model_dir, export=False, batch_size=BATCH,
@@ -71,7 +76,11 @@ def main():
         print(f"{label}: final BLEU {results['valid']['bleu']:.1f}; BLEU>=90 at epoch "
               f"{runs[label]['first_epoch_at_bleu_90']} ({runs[label]['first_seconds_at_bleu_90']} s)",
               flush=True)
-    print(write_results("memorize", {"command": f"python experiments/memorize.py --minutes={args.minutes:g}",
+    command = f"python experiments/memorize.py --minutes={args.minutes:g}"
+    if args.variant:
+        command += f" --variant={args.variant}"
+    print(write_results(f"memorize_{args.variant}" if args.variant else "memorize", {
+                                     "command": command,
                                      "pairs": PAIRS, "batch_size": BATCH, "minutes": args.minutes,
                                      "runs": runs}))
 
