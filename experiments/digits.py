@@ -16,6 +16,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf import list_models  # noqa: E402
+from bytenet_tf.zoo import MODELS  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
 from experiments.common import RESULTS, RUNS, write_results  # noqa: E402
@@ -60,7 +61,10 @@ def main():
         with open(os.path.join(RESULTS, "digits.json")) as f:
             thesis = json.load(f)["thesis_config"]
     else:
-        thesis = {name: run(f"thesis_{name}", name, THESIS) for name in list_models()}
+        # Every preset-able field is set: the digits preset would otherwise give 1 stack.
+        thesis = {name: run(f"thesis_{name}", name,
+                            dict(THESIS, num_stacks=MODELS[name]["num_stacks"]))
+                  for name in list_models()}
     recipes = {name: run(name, model, options) for name, (model, options) in RECIPES.items()}
     print(write_results("digits", {"command": "python experiments/digits.py",
                                    "thesis_config": thesis, "recipes": recipes}))
