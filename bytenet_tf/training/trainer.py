@@ -69,9 +69,13 @@ def make_translate_fn(model, beam_size=1):
     return translate
 
 
-def validate(model, sources, references, progress=False):
-    """Greedy-translates `sources` and scores them; see `bytenet_tf.scoring.score`."""
-    hypotheses = scoring.translate_batches(make_translate_fn(model), sources, batch_size=64,
+def validate(translate_fn, sources, references, progress=False):
+    """Translates `sources` with `translate_fn` (see `make_translate_fn`) and scores them.
+
+    Returns:
+        `(scores, hypotheses)`; see `bytenet_tf.scoring.score`.
+    """
+    hypotheses = scoring.translate_batches(translate_fn, sources, batch_size=64,
                                            progress=progress, description="validate")
     return scoring.score(hypotheses, references), hypotheses
 
@@ -148,7 +152,7 @@ def _summaries(writer, step, values, metrics_path=None):
             f.write(json.dumps(dict(values, step=step, time=time.time())) + "\n")
 
 
-def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief):
+def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief, translate_fn):
     start = int(step.numpy())
     with tf.init_scope():
         length_filter = preprocessing.LengthFilter(config.max_length)
@@ -186,14 +190,15 @@ def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief
         if current % config.checkpoint_every == 0:
             manager.save(checkpoint_number=current)
         if chief and config.eval_every and current % config.eval_every == 0:
-            _validate_and_log(config, model, writer, current)
+            _validate_and_log(config, translate_fn, writer, current)
         if config.time_budget_seconds and time.perf_counter() - loop_start > config.time_budget_seconds:
             logging.info("Time budget of %.0f s reached at step %d.", config.time_budget_seconds,
                          current)
             break
     bar.close()
-    if int(step.numpy()) > start:
-        manager.save(checkpoint_number=int(step.numpy()))
+    final = int(step.numpy())
+    if final > start and final % config.checkpoint_every:
+        manager.save(checkpoint_number=final)
     logging.info("Length filter: %s", length_filter.counts())
     return last
 
@@ -202,9 +207,9 @@ def _validation_pairs(config):
     return datasets.take_pairs(config.data, "validation", config.valid_size)
 
 
-def _validate_and_log(config, model, writer, current):
+def _validate_and_log(config, translate_fn, writer, current):
     sources, references = _validation_pairs(config)
-    results, _ = validate(model, sources, references, progress=config.progress)
+    results, _ = validate(translate_fn, sources, references, progress=config.progress)
     _summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
                                  "valid_exact_match": results["exact_match"]},
                os.path.join(config.model_dir, "metrics.jsonl"))
@@ -230,6 +235,9 @@ def train_and_evaluate(config):
     logging.info("Precision: %s (%s). Strategy: %s.", policy, reason, strategy_description)
     keras.utils.set_random_seed(config.seed)
     chief = devices.is_chief(strategy)
+    if config.time_budget_seconds and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        raise ValueError("--time_budget_seconds would stop workers at different steps and "
+                         "deadlock their all-reduce; use --train_steps with --strategy=multi_worker.")
     checkpoint_dir = config.model_dir if chief else os.path.join(
         config.model_dir, f"worker_{devices.worker_index()}")
     with strategy.scope():
@@ -248,8 +256,11 @@ def train_and_evaluate(config):
     writer = tf.summary.create_file_writer(os.path.join(config.model_dir, "train")) if chief \
         else tf.summary.create_noop_writer()
     started = time.perf_counter()
+    # One traced decoder per run: each new tf.function would trace the decoding loop again.
+    translate_fn = make_translate_fn(model)
     if int(step.numpy()) < config.train_steps:
-        last = _train_loop(config, strategy, model, optimizer, step, manager, writer, chief)
+        last = _train_loop(config, strategy, model, optimizer, step, manager, writer, chief,
+                           translate_fn)
     else:
         logging.info("Step %d >= --train_steps=%d: this run is finished; not training again.",
                      int(step.numpy()), config.train_steps)
@@ -259,7 +270,7 @@ def train_and_evaluate(config):
                "train_seconds": time.perf_counter() - started, "precision": policy,
                "valid": None, "export_path": None}
     if chief:
-        results["valid"] = _validate_and_log(config, model, writer, results["step"])
+        results["valid"] = _validate_and_log(config, translate_fn, writer, results["step"])
         if config.export:
             results["export_path"] = export.export_saved_model(
                 model, config.export_dir, beam_size=config.beam_size,
