@@ -3,11 +3,11 @@
     python experiments/depth_statistics.py      (after python experiments/memorize.py)
 
 For bytenet_selu, bytenet_small without normalization and bytenet_small with layer norm, on the
-100 memorized newstest2013 pairs: the statistics of a fresh model (same seed as experiment 2)
-and of experiment 2's final checkpoint. Writes docs/results/depth_statistics.json.
+100 memorized newstest2013 pairs: the statistics of a fresh model (same seed and settings as
+experiment 2) and, where experiment 2 ran that variant, of its final checkpoint. Writes
+docs/results/depth_statistics.json.
 """
 
-import json
 import os
 import sys
 
@@ -21,7 +21,8 @@ from experiments.common import RUNS, write_results  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 
-VARIANTS = {"selu": "bytenet_selu", "none": "bytenet_small", "layer": "bytenet_small"}
+VARIANTS = {"selu": ("bytenet_selu", "none"), "none": ("bytenet_small", "none"),
+            "layer": ("bytenet_small", "layer")}
 
 
 def batch(folder):
@@ -34,14 +35,11 @@ def batch(folder):
     return source, target
 
 
-def model_for(label, model_dir):
-    with open(os.path.join(model_dir, "config.json")) as f:
-        stored = json.load(f)["model_config"]
-    model = zoo.build_model(VARIANTS[label], hidden_size=stored["hidden_size"],
-                            num_stacks=stored["num_stacks"], normalization=stored["normalization"],
-                            dropout_rate=stored["dropout_rate"], seed=stored["seed"],
-                            max_length=stored["max_length"])
-    return model
+def model_for(label):
+    """A fresh model with experiment 2's settings for `label` (seed 0, dropout 0)."""
+    name, normalization = VARIANTS[label]
+    return zoo.build_model(name, normalization=normalization, dropout_rate=0.0, seed=0,
+                           max_length=500)
 
 
 def main():
@@ -50,16 +48,18 @@ def main():
     results = {}
     for label in VARIANTS:
         model_dir = os.path.join(folder, label)
-        fresh = model_for(label, model_dir)
-        initial = block_statistics(fresh, source, target)
-        trained = model_for(label, model_dir)
-        tf.train.Checkpoint(model=trained).restore(
-            tf.train.latest_checkpoint(model_dir)).expect_partial()
-        results[label] = {"initial": initial, "trained": block_statistics(trained, source, target)}
-        print(label, "initial variance range",
-              (min(r["variance"] for r in initial), max(r["variance"] for r in initial)),
-              "trained", (min(r["variance"] for r in results[label]["trained"]),
-                          max(r["variance"] for r in results[label]["trained"])), flush=True)
+        initial = block_statistics(model_for(label), source, target)
+        results[label] = {"initial": initial, "trained": None}
+        latest = tf.train.latest_checkpoint(model_dir) if os.path.isdir(model_dir) else None
+        if latest:
+            trained = model_for(label)
+            tf.train.Checkpoint(model=trained).restore(latest).expect_partial()
+            results[label]["trained"] = block_statistics(trained, source, target)
+            results[label]["checkpoint"] = latest
+        for phase in ("initial", "trained"):
+            rows = results[label][phase]
+            print(label, phase, "not run (no experiment 2 checkpoint)" if rows is None else
+                  (min(r["variance"] for r in rows), max(r["variance"] for r in rows)), flush=True)
     print(write_results("depth_statistics", {"command": "python experiments/depth_statistics.py",
                                              "variants": results}))
 

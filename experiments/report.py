@@ -77,7 +77,8 @@ def memorize_section(result):
     plt.close(fig)
     lines = ["## 2. Memorizing 100 newstest2013 pairs", "", provenance(result), "",
              f"Each variant trains for {result['minutes']:g} minutes of wall-clock (validation "
-             "included) on the first 100 pairs of dev.* and is scored on the same pairs.", "",
+             "included) on the first 100 pairs of dev.* and is scored on the same pairs. "
+             f"Variants run: {', '.join(runs)}.", "",
              "| variant | model | final BLEU | final chrF | BLEU >= 90 | first epoch at >= 90 | seconds to >= 90 | steps |",
              "|---|---|---|---|---|---|---|---|"]
     for label, run in runs.items():
@@ -94,10 +95,12 @@ def depth_section(result):
     for (label, stats), color in zip(variants.items(), ("C0", "C1", "C2")):
         for phase, style in (("initial", "--"), ("trained", "-")):
             rows = stats[phase]
+            if rows is None:
+                continue
             ax_mean.plot([r["mean"] for r in rows], style, color=color, label=f"{label} {phase}")
             ax_var.plot([r["variance"] for r in rows], style, color=color, label=f"{label} {phase}")
     for ax, name in ((ax_mean, "mean"), (ax_var, "variance")):
-        ax.axvline(len(rows) / 2 - 0.5, color="gray", lw=0.8)
+        ax.axvline(len(stats["initial"]) / 2 - 0.5, color="gray", lw=0.8)
         ax.set(xlabel="block (encoder | decoder)", ylabel=f"block output {name}")
     ax_var.set_yscale("log")
     ax_var.legend(fontsize=7)
@@ -109,6 +112,9 @@ def depth_section(result):
     for label, stats in variants.items():
         for phase in ("initial", "trained"):
             rows = stats[phase]
+            if rows is None:
+                lines.append(f"| {label} | {phase} | not run | not run |")
+                continue
             lines.append(f"| {label} | {phase} | {max(abs(r['mean']) for r in rows):.3f} | "
                          f"[{min(r['variance'] for r in rows):.3f}, {max(r['variance'] for r in rows):.3f}] |")
     lines += ["", "![depth](depth_statistics.png)"]
@@ -154,6 +160,23 @@ def speed_section(result):
     return lines
 
 
+def load_memorize():
+    """memorize.json, or the per-variant memorize_<variant>.json files merged."""
+    merged = load("memorize")
+    if merged:
+        return merged
+    parts = [load(f"memorize_{v}") for v in ("layer", "batch", "none", "selu")]
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    merged = dict(parts[0], runs={})
+    merged["command"] = "; ".join(p["command"] for p in parts)
+    merged["commit"] = ", ".join(sorted({p["commit"] for p in parts}))
+    for part in parts:
+        merged["runs"].update(part["runs"])
+    return merged
+
+
 def main():
     sections = [("digits", digits_section), ("memorize", memorize_section),
                 ("depth_statistics", depth_section), ("speed", speed_section)]
@@ -161,7 +184,7 @@ def main():
              "`docs/results/*.json`. Every number below was produced by the command named in its "
              "section, on the project's 2-core CPU.", ""]
     for name, section in sections:
-        result = load(name)
+        result = load_memorize() if name == "memorize" else load(name)
         lines += section(result) if result else [f"## {name}", "", "Not run yet.", ""]
         lines.append("")
     translations = {m: load(f"real_translation_{m}") for m in ("bytenet_small", "bytenet_selu")}
