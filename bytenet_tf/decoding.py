@@ -35,10 +35,12 @@ def output_limits(model, source, margin=DEFAULT_MARGIN, max_output_length=None):
     return tf.maximum(limits, 1)
 
 
-def _prepare(model, source, margin, max_output_length):
+def _prepare(model, source, margin, max_output_length, capacity=None):
     source = tf.convert_to_tensor(source, tf.int32)
     limits = output_limits(model, source, margin, max_output_length)
     steps = tf.maximum(tf.reduce_max(tf.concat([limits, [1]], 0)), 1)
+    if capacity is not None:
+        steps = tf.minimum(steps, capacity)
     encoded = model.encode(source, training=False)
     return source, limits, steps, encoded
 
@@ -70,10 +72,8 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     Returns:
         int32 ids `(batch, L)`, and the logits when `return_logits`.
     """
-    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
+    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length, capacity)
     batch = tf.shape(source)[0]
-    if capacity is not None:
-        steps = tf.minimum(steps, capacity)
     state = model.initial_decoder_state(batch)
     # Unwritten entries stay 0, which is PAD_ID.
     ids = tf.zeros([capacity if capacity is not None else steps, batch], tf.int32)
@@ -167,10 +167,8 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFA
     """
     if beam_size < 1:
         raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
-    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
+    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length, capacity)
     batch = tf.shape(source)[0]
-    if capacity is not None:
-        steps = tf.minimum(steps, capacity)
     width = capacity if capacity is not None else steps
     k = beam_size
     flat = batch * k

@@ -16,7 +16,7 @@ from absl import app, flags, logging
 
 from bytenet_tf import zoo
 from bytenet_tf.training import devices
-from pipelines import datasets
+from pipelines import datasets, digits
 
 FLAGS = flags.FLAGS
 
@@ -31,7 +31,8 @@ flags.DEFINE_string("valid_target_file", None, "Validation target file for --dat
 flags.DEFINE_string("source_lang", "de", "Source language.")
 flags.DEFINE_string("target_lang", "en", "Target language.")
 flags.DEFINE_integer("newstest_year", 2013, "Year of the WMT news test set (--dataset=newstest).")
-flags.DEFINE_string("digits_config", "default", "`default` or `thesis` (--dataset=digits).")
+flags.DEFINE_enum("digits_config", "default", list(digits.DIGITS_CONFIGS),
+                  "Digits task configuration (--dataset=digits); see pipelines/digits.py.")
 flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs and config.json. "
                     "Default: runs/<model>_<dataset>.")
 flags.DEFINE_string("export_dir", None, "SavedModel export base. Default: saved_models/<model>_<dataset>.")

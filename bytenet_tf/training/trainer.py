@@ -21,7 +21,7 @@ import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
 
-from bytenet_tf import decoding, export, scoring, zoo
+from bytenet_tf import export, scoring, zoo
 from bytenet_tf.training import devices
 from bytenet_tf.training.config import model_overrides, resolve
 from bytenet_tf.training.schedule import WarmupRsqrtDecay
@@ -55,16 +55,15 @@ def _check_resumable(model_dir, model_config):
 
 
 def make_translate_fn(model, beam_size=1):
-    """A function from a list of bytes to a list of translated bytes, with `model`."""
-    @tf.function
-    def decode_ids(ids):
-        if beam_size == 1:
-            return decoding.greedy_decode(model, ids)
-        return decoding.beam_search_decode(model, ids, beam_size=beam_size)
+    """A function from a list of bytes to a list of translated bytes, with `model`.
+
+    It runs the exporter's `Translator`, so validation decodes exactly as the SavedModel will.
+    """
+    translator = export.Translator(model, beam_size=beam_size)
 
     def translate(sources):
-        ids = export.source_ids(tf.constant(sources, tf.string), model.max_length)
-        return list(byte_codec.decode(decode_ids(ids)).numpy())
+        outputs = translator.translate(tf.constant(sources, tf.string))["translation"]
+        return list(outputs.numpy())
 
     return translate
 
