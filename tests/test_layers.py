@@ -7,7 +7,9 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from bytenet_tf.layers import DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
+from bytenet_tf.layers import AlphaDropout, DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
+from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
+from bytenet_tf.layers.residual_block import activate
 
 
 def numpy_dilated_conv(x, kernel, bias, dilation, causal):
@@ -130,20 +132,76 @@ class ResidualBlockTest(parameterized.TestCase, tf.test.TestCase):
 class AlphaDropoutTest(tf.test.TestCase):
 
     def test_keeps_mean_and_variance_in_training(self):
-        layer = keras.layers.AlphaDropout(0.1, seed=1)
+        layer = AlphaDropout(0.1, seed=1)
         x = tf.random.stateless_normal([400, 1000], seed=[3, 4])
         y = layer(x, training=True)
         self.assertNotAllClose(x, y)
         self.assertAllClose(float(tf.reduce_mean(y)), 0.0, atol=0.01)
         self.assertAllClose(float(tf.math.reduce_variance(y)), 1.0, atol=0.02)
 
-    def test_identity_at_inference(self):
-        layer = keras.layers.AlphaDropout(0.1, seed=1)
+    def test_matches_keras_alpha_dropout_on_kept_and_dropped_units(self):
+        rate = 0.2
+        x = tf.random.stateless_normal([300, 301], seed=[5, 6])
+        y = AlphaDropout(rate, seed=3)(x, training=True)
+        # Keras's formula: a * (x * kept + dropped * (1 - kept)) + b.
+        a, b = alpha_dropout_affine(rate)
+        dropped_output = a * DROPPED_VALUE + b
+        dropped = np.isclose(y.numpy(), dropped_output, atol=1e-6)
+        self.assertAllClose(y.numpy()[~dropped], a * x.numpy()[~dropped] + b, atol=1e-5)
+        self.assertAllClose(dropped.mean(), rate, atol=0.005)
+        # Keras's layer has the same statistics on the same inputs.
+        reference = keras.layers.AlphaDropout(rate, seed=3)(x, training=True)
+        self.assertAllClose(float(tf.math.reduce_variance(y)),
+                            float(tf.math.reduce_variance(reference)), atol=0.02)
+
+    def test_gradient_is_a_on_kept_units_and_zero_on_dropped_ones(self):
+        rate = 0.3
+        layer = AlphaDropout(rate, seed=2)
+        x = tf.random.stateless_normal([64, 33], seed=[1, 1])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x, training=True)
+            loss = tf.reduce_sum(y * tf.range(33, dtype=tf.float32))
+        grad = tape.gradient(loss, x).numpy()
+        a, b = alpha_dropout_affine(rate)
+        kept = ~np.isclose(y.numpy(), a * DROPPED_VALUE + b, atol=1e-6)
+        expected = np.where(kept, a * np.arange(33, dtype=np.float32), 0.0)
+        self.assertAllClose(grad, expected, atol=1e-5)
+
+    def test_seeded_masks_repeat_and_differ_between_calls(self):
+        x = tf.random.stateless_normal([32, 64], seed=[3, 4])
+        first, second = AlphaDropout(0.5, seed=7), AlphaDropout(0.5, seed=7)
+        y1, y2 = first(x, training=True), second(x, training=True)
+        self.assertAllEqual(y1, y2)
+        self.assertNotAllClose(first(x, training=True), y1)
+
+    def test_keeps_bfloat16_and_odd_sizes(self):
+        x = tf.cast(tf.random.stateless_normal([3, 5, 7], seed=[3, 4]), tf.bfloat16)
+        y = AlphaDropout(0.1, seed=1, dtype="mixed_bfloat16")(x, training=True)
+        self.assertEqual(y.dtype, tf.bfloat16)
+        self.assertEqual(y.shape, x.shape)
+        x32 = tf.random.stateless_normal([3, 5, 7], seed=[3, 4])
+        self.assertEqual(AlphaDropout(0.1, dtype="mixed_bfloat16")(x32, training=True).dtype,
+                         tf.float32)
+
+    def test_identity_at_inference_and_rate_zero(self):
         x = tf.random.stateless_normal([8, 16], seed=[3, 4])
-        self.assertAllEqual(layer(x, training=False), x)
+        self.assertAllEqual(AlphaDropout(0.1, seed=1)(x, training=False), x)
+        self.assertAllEqual(AlphaDropout(0.0)(x, training=True), x)
+
+    def test_bad_rate_names_the_value(self):
+        with self.assertRaisesRegex(ValueError, "rate=1.0"):
+            AlphaDropout(1.0)
 
     def test_selu_block_uses_alpha_dropout(self):
         block = ResidualBlock(8, activation="selu", normalization="none", dropout_rate=0.1)
-        self.assertIsInstance(block.dropout, keras.layers.AlphaDropout)
+        self.assertIsInstance(block.dropout, AlphaDropout)
         relu_block = ResidualBlock(8, activation="relu", dropout_rate=0.1)
         self.assertIsInstance(relu_block.dropout, keras.layers.Dropout)
+
+    def test_bfloat16_selu_matches_float32_selu(self):
+        x = tf.random.stateless_normal([4, 9, 8], seed=[2, 2]) * 3
+        self.assertAllEqual(activate(tf.cast(x, tf.bfloat16), "selu"),
+                            tf.cast(tf.nn.selu(tf.cast(tf.cast(x, tf.bfloat16), tf.float32)),
+                                    tf.bfloat16))
+        self.assertEqual(activate(tf.cast(x, tf.bfloat16), "selu").dtype, tf.bfloat16)

@@ -44,7 +44,7 @@ class ByteNet(keras.Model):
             `batch` replaced by `layer`, because batch statistics leak the future in a causal
             decoder). The resolved value is what `get_config` returns.
         activation: `relu` or `selu`.
-        dropout_rate: float; AlphaDropout for `selu`, Dropout otherwise.
+        dropout_rate: float; `bytenet_tf.layers.AlphaDropout` for `selu`, Dropout otherwise.
         kernel_initializer: initializer of every convolution kernel.
         normalize_residual: bool, see `ResidualBlock`.
         branch_weight: float, see `ResidualBlock`.
