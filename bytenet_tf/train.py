@@ -54,6 +54,10 @@ flags.DEFINE_integer("max_length", None, "Longest sequence in bytes, EOS include
 flags.DEFINE_integer("hidden_size", None, "Override the model's hidden size.")
 flags.DEFINE_integer("num_stacks", None, "Override the model's number of dilation stacks.")
 flags.DEFINE_float("dropout_rate", None, "Override the model's dropout rate.")
+flags.DEFINE_float("branch_weight", None,
+                   "Override the weight w of the residual branch: blocks return x + w*f(x), or "
+                   "(x + w*f(x))/sqrt(1 + w^2) in bytenet_selu. A smaller w keeps more of the "
+                   "identity path through depth (see docs/results.md, experiment 2).")
 flags.DEFINE_enum("normalization", None, ["layer", "batch", "none"],
                   "Override the model's normalization (batch: encoder only, layer in the decoder).")
 flags.DEFINE_enum("precision", "auto", list(devices.PRECISIONS), "Precision policy.")
@@ -81,7 +85,7 @@ def config_from_flags():
     return TrainConfig(
         model=FLAGS.model, data=data, model_dir=FLAGS.model_dir, export_dir=FLAGS.export_dir,
         hidden_size=FLAGS.hidden_size, num_stacks=FLAGS.num_stacks, dropout_rate=FLAGS.dropout_rate,
-        normalization=FLAGS.normalization,
+        normalization=FLAGS.normalization, branch_weight=FLAGS.branch_weight,
         batch_size=FLAGS.batch_size, tokens_per_batch=FLAGS.tokens_per_batch,
         bucketing=FLAGS.bucketing, shuffle_buffer=FLAGS.shuffle_buffer,
         unicode_normalization=FLAGS.unicode_normalization,

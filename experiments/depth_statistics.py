@@ -2,7 +2,8 @@
 
     python experiments/depth_statistics.py      (after python experiments/memorize.py)
 
-For bytenet_selu, bytenet_small without normalization and bytenet_small with layer norm, on the
+For bytenet_selu (branch weight 1 and 0.3), bytenet_small without normalization and with layer
+norm, on the
 100 memorized newstest2013 pairs: the statistics of a fresh model (same seed and settings as
 experiment 2) and, where experiment 2 ran that variant, of its final checkpoint. Writes
 docs/results/depth_statistics.json.
@@ -18,11 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.analysis import block_statistics  # noqa: E402
 from experiments.common import RUNS, write_results  # noqa: E402
+from experiments.memorize import VARIANTS  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 
-VARIANTS = {"selu": ("bytenet_selu", "none"), "none": ("bytenet_small", "none"),
-            "layer": ("bytenet_small", "layer")}
+LABELS = ("selu", "selu_branch0.3", "none", "layer")
 
 
 def batch(folder):
@@ -37,16 +38,15 @@ def batch(folder):
 
 def model_for(label):
     """A fresh model with experiment 2's settings for `label` (seed 0, dropout 0)."""
-    name, normalization = VARIANTS[label]
-    return zoo.build_model(name, normalization=normalization, dropout_rate=0.0, seed=0,
-                           max_length=500)
+    name, overrides = VARIANTS[label]
+    return zoo.build_model(name, dropout_rate=0.0, seed=0, max_length=500, **overrides)
 
 
 def main():
     folder = os.path.join(RUNS, "memorize")
     source, target = batch(os.path.join(folder, "data"))
     results = {}
-    for label in VARIANTS:
+    for label in LABELS:
         model_dir = os.path.join(folder, label)
         initial = block_statistics(model_for(label), source, target)
         results[label] = {"initial": initial, "trained": None}

@@ -92,7 +92,7 @@ def memorize_section(result):
 def depth_section(result):
     variants = result["variants"]
     fig, (ax_mean, ax_var) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
-    for (label, stats), color in zip(variants.items(), ("C0", "C1", "C2")):
+    for (label, stats), color in zip(variants.items(), ("C0", "C1", "C2", "C3")):
         for phase, style in (("initial", "--"), ("trained", "-")):
             rows = stats[phase]
             if rows is None:
@@ -165,7 +165,7 @@ def load_memorize():
     merged = load("memorize")
     if merged:
         return merged
-    parts = [load(f"memorize_{v}") for v in ("layer", "batch", "none", "selu")]
+    parts = [load(f"memorize_{v}") for v in ("layer", "batch", "none", "selu", "selu_branch0.3")]
     parts = [p for p in parts if p]
     if not parts:
         return None

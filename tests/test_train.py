@@ -190,6 +190,25 @@ class DevicesTest(tf.test.TestCase):
         self.assertEqual(devices.resolve_precision("auto", gpus=[], tpu=False,
                                                    cpu_bfloat16=False)[0], "float32")
 
+    def test_branch_weight_flag_reaches_every_block(self):
+        from absl import flags
+
+        from bytenet_tf import train, zoo
+        from bytenet_tf.training.config import model_overrides, resolve
+
+        flags.FLAGS(["bytenet-train", "--branch_weight=0.3", "--hidden_size=8", "--num_stacks=1"])
+        try:
+            config = train.config_from_flags()
+        finally:
+            flags.FLAGS.unparse_flags()
+        model = zoo.build_model("bytenet_selu", **model_overrides(resolve(config)))
+        weights = {block.branch_weight for block in model.encoder_blocks + model.decoder_blocks}
+        self.assertEqual(weights, {0.3})
+        default = zoo.build_model("bytenet_selu", **model_overrides(resolve(TrainConfig(hidden_size=8))))
+        self.assertEqual({b.branch_weight for b in default.decoder_blocks}, {1.0})
+        with self.assertRaisesRegex(ValueError, "branch_weight=0"):
+            zoo.build_model("bytenet_selu", hidden_size=8, branch_weight=0)
+
     def test_unknown_choices_name_the_value(self):
         with self.assertRaisesRegex(ValueError, "--precision=fp8 is unknown"):
             devices.resolve_precision("fp8")

@@ -100,6 +100,8 @@ class ResidualBlock(keras.layers.Layer):
                              f"{', '.join(ACTIVATIONS)}")
         if not 0.0 <= dropout_rate < 1.0:
             raise ValueError(f"`dropout_rate` must be in [0, 1). Received: dropout_rate={dropout_rate}")
+        if not branch_weight > 0:
+            raise ValueError(f"`branch_weight` must be > 0. Received: branch_weight={branch_weight!r}")
         if hidden_size < 2 or hidden_size % 2:
             raise ValueError(f"`hidden_size` must be an even int >= 2. Received: hidden_size={hidden_size}")
         self.hidden_size = hidden_size

@@ -34,6 +34,7 @@ class TrainConfig:
     num_stacks: int = None
     dropout_rate: float = None
     normalization: str = None
+    branch_weight: float = None
     batch_size: int = None
     tokens_per_batch: int = None
     bucketing: bool = True
@@ -84,7 +85,7 @@ def resolve(config):
 def model_overrides(config):
     """The zoo overrides that `config` sets (None fields keep the zoo's values)."""
     overrides = {"max_length": config.max_length, "seed": config.seed}
-    for key in ("hidden_size", "num_stacks", "dropout_rate", "normalization"):
+    for key in ("hidden_size", "num_stacks", "dropout_rate", "normalization", "branch_weight"):
         if getattr(config, key) is not None:
             overrides[key] = getattr(config, key)
     return overrides
