@@ -20,11 +20,14 @@ def deen(name):
 
 
 def commit():
-    """The current commit (with `+dirty` when the tree has uncommitted changes)."""
+    """The current commit, with `+dirty` when tracked files outside docs/ have changed.
+
+    The experiments write their own results under docs/; those changes do not make a run dirty.
+    """
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs"],
+                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
     return head + ("+dirty" if dirty else "")
 
 
