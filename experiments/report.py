@@ -71,7 +71,7 @@ def memorize_section(result):
     ax_loss.set(xlabel="epoch", ylabel="train cross-entropy (nats/byte, EMA 0.8)", yscale="log")
     ax_bleu.set(xlabel="epoch", ylabel="BLEU on the 100 pairs")
     ax_bleu.axhline(90, color="gray", lw=0.8, ls="--")
-    ax_bleu.legend(title="normalization")
+    ax_bleu.legend(title="variant", fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "memorize.png"))
     plt.close(fig)
