@@ -36,6 +36,8 @@ VARIANTS = {
     # scales its input by 1/sqrt(1 + w**2), so after the 15 decoder blocks the identity path
     # keeps 0.52 of the embedding (w=0.3) instead of 2**-7.5 = 0.0055 (w=1).
     "selu_branch0.3": ("bytenet_selu", {"branch_weight": 0.3}),
+    # The same, with the global gradient norm clipped at 1 (does clipping calm its spikes?).
+    "selu_branch0.3_clip1": ("bytenet_selu", {"branch_weight": 0.3, "clip_norm": 1.0}),
 }
 
 

@@ -168,7 +168,8 @@ def load_memorize():
     merged = load("memorize")
     if merged:
         return merged
-    parts = [load(f"memorize_{v}") for v in ("layer", "batch", "none", "selu", "selu_branch0.3")]
+    parts = [load(f"memorize_{v}") for v in ("layer", "batch", "none", "selu", "selu_branch0.3",
+                                                 "selu_branch0.3_clip1")]
     parts = [p for p in parts if p]
     if not parts:
         return None
