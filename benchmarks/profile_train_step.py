@@ -17,7 +17,6 @@ import os
 import sys
 import time
 
-import keras
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,8 +25,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import train_throughput  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
-from bytenet_tf import zoo  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
 
 
 def op_milliseconds(logdir):
@@ -52,34 +49,11 @@ def op_milliseconds(logdir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--model", default="bytenet_selu")
-    parser.add_argument("--hidden_size", type=int, default=256)
-    parser.add_argument("--num_stacks", type=int, default=2)
-    parser.add_argument("--batch_size", type=int, default=16)
-    parser.add_argument("--length", type=int, default=256)
-    parser.add_argument("--precision", default="float32",
-                        choices=["float32", "mixed_bfloat16", "mixed_float16"])
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=4)
+    train_throughput.add_step_arguments(parser, steps=5, warmup=4)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--logdir", default=os.path.join("runs", "profile"))
     args = parser.parse_args()
-
-    keras.utils.set_random_seed(0)
-    model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
-                            dtype=args.precision, max_length=args.length + 1, seed=0)
-    optimizer = keras.optimizers.Adam(1e-4)
-    if args.precision == "mixed_float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    optimizer.build(model.trainable_variables)
-    step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    train_step = trainer._make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
-    batches = train_throughput.real_batches(args.batch_size, args.length, args.steps + args.warmup)
-    iterator = iter(tf.data.Dataset.from_generator(
-        lambda: iter(batches), output_signature=(
-            {"source": tf.TensorSpec([None, None], tf.int32),
-             "target": tf.TensorSpec([None, None], tf.int32)},
-            tf.TensorSpec([None, None], tf.int32))).cache())
+    _, train_step, iterator = train_throughput.build_step(args)
     for _ in range(args.warmup):
         float(train_step(iterator)[0])
     logdir = os.path.join(args.logdir, f"{args.model}_{args.precision}_{int(time.time())}")

@@ -65,8 +65,8 @@ def real_batches(batch_size, length, count):
     return batches
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def add_step_arguments(parser, steps, warmup):
+    """The flags that choose the model, the batch and the number of steps."""
     parser.add_argument("--model", default="bytenet_selu")
     parser.add_argument("--hidden_size", type=int, default=256)
     parser.add_argument("--num_stacks", type=int, default=2)
@@ -74,12 +74,13 @@ def main():
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--precision", default="float32",
                         choices=["float32", "mixed_bfloat16", "mixed_float16"])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--warmup", type=int, default=warmup)
 
+
+def build_step(args):
+    """`(model, train_step, iterator)`: the binary's train step over real batches of `args`."""
     keras.utils.set_random_seed(0)
-    strategy = tf.distribute.get_strategy()
     model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
                             dtype=args.precision, max_length=args.length + 1, seed=0)
     optimizer = keras.optimizers.Adam(1e-4)
@@ -87,14 +88,21 @@ def main():
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    train_step = trainer._make_train_step(strategy, model, optimizer, step)
+    train_step = trainer._make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
     batches = real_batches(args.batch_size, args.length, args.steps + args.warmup)
     dataset = tf.data.Dataset.from_generator(
         lambda: iter(batches), output_signature=(
             {"source": tf.TensorSpec([None, None], tf.int32),
              "target": tf.TensorSpec([None, None], tf.int32)},
             tf.TensorSpec([None, None], tf.int32))).cache()
-    iterator = iter(dataset)
+    return model, train_step, iter(dataset)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    add_step_arguments(parser, steps=20, warmup=3)
+    args = parser.parse_args()
+    model, train_step, iterator = build_step(args)
     for _ in range(args.warmup):
         float(train_step(iterator)[0])
     # The binary reads the loss after every step (NaN check), so each timed step does too.

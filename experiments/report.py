@@ -79,12 +79,13 @@ def memorize_section(result):
              f"Each variant trains for {result['minutes']:g} minutes of wall-clock (validation "
              "included) on the first 100 pairs of dev.* and is scored on the same pairs. "
              f"Variants run: {', '.join(runs)}.", "",
-             "| variant | model | final BLEU | final chrF | BLEU >= 90 | first epoch at >= 90 | seconds to >= 90 | steps |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| variant | model | final BLEU | final chrF | BLEU >= 90 | first epoch at >= 90 | seconds to >= 90 | steps | commit |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, run in runs.items():
         lines.append(f"| {label} | {run['model']} | {run['final_bleu']:.1f} | {run['final_chrf']:.1f} "
                      f"| {'yes' if run['passed_bleu_90'] else 'no'} | {run['first_epoch_at_bleu_90']} "
-                     f"| {run['first_seconds_at_bleu_90']} | {run['steps']} |")
+                     f"| {run['first_seconds_at_bleu_90']} | {run['steps']} "
+                     f"| {run.get('commit', result['commit'])} |")
     lines += ["", "![memorize](memorize.png)"]
     return lines
 
@@ -177,7 +178,8 @@ def load_memorize():
     merged["command"] = "; ".join(p["command"] for p in parts)
     merged["commit"] = ", ".join(sorted({p["commit"] for p in parts}))
     for part in parts:
-        merged["runs"].update(part["runs"])
+        for label, run in part["runs"].items():
+            merged["runs"][label] = dict(run, commit=part["commit"])
     return merged
 
 

@@ -1,0 +1,46 @@
+"""The throughput and profile benchmarks run, at a tiny size, and end with the JSON they promise."""
+
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+
+from tests.conftest import PROJECT_ROOT, deen_path
+
+TINY = ["--hidden_size=16", "--num_stacks=1", "--batch_size=2", "--length=16", "--steps=2",
+        "--warmup=1"]
+
+
+def _last_json(script, *flags):
+    completed = subprocess.run(
+        [sys.executable, os.path.join(PROJECT_ROOT, "benchmarks", script), *TINY, *flags],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=PROJECT_ROOT))
+    if completed.returncode:
+        raise AssertionError(f"{script} failed:\n{completed.stderr[-3000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+class BenchmarksTest(tf.test.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        deen_path("train.de")  # both scripts read real text from ../shared/data/deen/train.*
+
+    def test_train_throughput_reports_bytes_flops_and_peak(self):
+        result = _last_json("train_throughput.py", "--precision=float32")
+        self.assertAllClose(result["target_bytes_per_s"], 2 * 16 / result["seconds_per_step"],
+                            rtol=1e-3)
+        self.assertGreater(result["gflop_per_s"], 0)
+        self.assertGreater(result["matmul_peak_gflop_per_s"], result["gflop_per_s"])
+        self.assertAlmostEqual(result["fraction_of_peak"],
+                               result["gflop_per_s"] / result["matmul_peak_gflop_per_s"], places=2)
+
+    def test_profile_lists_the_matmuls(self):
+        result = _last_json("profile_train_step.py", "--precision=float32",
+                            f"--logdir={self.get_temp_dir()}")
+        self.assertGreater(result["wall_ms_per_step"], 0)
+        self.assertTrue(any("MatMul" in op for op in result["op_ms_per_step"]),
+                        result["op_ms_per_step"])
