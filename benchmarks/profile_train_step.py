@@ -26,7 +26,6 @@ import train_throughput  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 
-
 def op_milliseconds(logdir):
     """Sum of the durations of each op type (the part of an event name after ':'), in ms."""
     paths = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))

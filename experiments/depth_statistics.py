@@ -3,10 +3,9 @@
     python experiments/depth_statistics.py      (after python experiments/memorize.py)
 
 For bytenet_selu (branch weight 1 and 0.3), bytenet_small without normalization and with layer
-norm, on the
-100 memorized newstest2013 pairs: the statistics of a fresh model (same seed and settings as
-experiment 2) and, where experiment 2 ran that variant, of its final checkpoint. Writes
-docs/results/depth_statistics.json.
+norm, on the 100 memorized newstest2013 pairs: the statistics of a fresh model (same seed and
+settings as experiment 2) and, where experiment 2 ran that variant, of its final checkpoint.
+Writes docs/results/depth_statistics.json.
 """
 
 import os

@@ -17,6 +17,7 @@ Configurations (`DIGITS_CONFIGS`):
 """
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -72,11 +73,9 @@ def recombine(train, min_digits, max_digits, exclude):
     result is deterministic.
     """
     pieces = sorted({digit for number in train for digit in number})
-    numbers = [""]
-    for _ in range(max_digits):
-        numbers = numbers + [n + d for n in numbers for d in pieces if len(n) < max_digits]
-    taken = set(train) | set(exclude)
-    return sorted({n for n in numbers if min_digits <= len(n) <= max_digits} - taken)
+    numbers = {"".join(chosen) for length in range(min_digits, max_digits + 1)
+               for chosen in itertools.product(pieces, repeat=length)}
+    return sorted(numbers - set(train) - set(exclude))
 
 
 def digit_pairs(config="default"):

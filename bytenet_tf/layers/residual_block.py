@@ -39,8 +39,9 @@ class ResidualBlock(keras.layers.Layer):
     norm, act, 1x1 conv to `hidden_size // 2`, norm, act, dilated conv of width `kernel_size`,
     norm, act, 1x1 conv back to `hidden_size`, then add the block input. When `dropout_rate > 0`,
     one dropout layer (`bytenet_tf.layers.AlphaDropout` for `selu`) acts on the input of the
-    last convolution. Once per block, not after every activation: on CPU the random numbers cost about 3 ns each, and
-    three dropouts per block took 23% of a `bytenet_selu` training step.
+    last convolution. Once per block, not after every activation: on CPU Keras's dropout random
+    numbers cost about 3 ns each, and three dropouts per block took 23% of a `bytenet_selu`
+    training step.
 
     **Residual scaling, and why.** Adding a branch `f(x)` of unit variance to an input `x` of
     unit variance gives variance 2, so in a plain residual SELU stack the variance grows with
