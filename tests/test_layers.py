@@ -9,6 +9,7 @@ from absl.testing import parameterized
 
 from bytenet_tf.layers import AlphaDropout, DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
 from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
+from bytenet_tf.layers.dilated_conv1d import dilated_convolution
 from bytenet_tf.layers.residual_block import activate
 
 
@@ -63,6 +64,50 @@ class DilatedConv1DCorrectnessTest(parameterized.TestCase, tf.test.TestCase):
         layer.bias.assign(np.arange(4, dtype=np.float32))
         expected = numpy_dilated_conv(x, layer.kernel.numpy(), layer.bias.numpy(), dilation, causal)
         self.assertAllClose(layer(x), expected, atol=1e-5)
+
+    @parameterized.named_parameters(
+        ("causal_k3_d4", 3, 4, True), ("causal_k2_d8", 2, 8, True),
+        ("centred_k3_d16", 3, 16, False), ("centred_k5_d1", 5, 1, False))
+    def test_gradient_matches_tf_convolution(self, kernel_size, dilation, causal):
+        # The hand-written gradient against TensorFlow's own for the same function, including a
+        # dilation wider than the sequence (16 > 13), where most taps read padding.
+        span = (kernel_size - 1) * dilation
+        left, right = (span, 0) if causal else (span // 2, span // 2)
+        rng = np.random.default_rng(1)
+        x = tf.constant(rng.normal(size=(3, 13, 4)), tf.float32)
+        kernel = tf.constant(rng.normal(size=(kernel_size, 4, 5)), tf.float32)
+        bias = tf.constant(rng.normal(size=(5,)), tf.float32)
+        upstream = tf.constant(rng.normal(size=(3, 13, 5)), tf.float32)
+        for with_bias in (False, True):
+            b = bias if with_bias else None
+            with tf.GradientTape(persistent=True) as tape:
+                tape.watch([x, kernel, bias])
+                ours = dilated_convolution(x, kernel, dilation, left, right, b)
+                reference = tf.nn.convolution(tf.pad(x, [[0, 0], [left, right], [0, 0]]), kernel,
+                                              padding="VALID", dilations=dilation)
+                if with_bias:
+                    reference = reference + bias
+            self.assertAllClose(ours, reference, atol=1e-5)
+            variables = [x, kernel, bias] if with_bias else [x, kernel]
+            for got, want in zip(tape.gradient(ours, variables, output_gradients=upstream),
+                                 tape.gradient(reference, variables, output_gradients=upstream)):
+                self.assertAllClose(got, want, atol=1e-4)
+
+    def test_gradient_in_bfloat16_is_close_to_float32(self):
+        rng = np.random.default_rng(2)
+        x = rng.normal(size=(2, 32, 8)).astype(np.float32)
+        kernel = (0.3 * rng.normal(size=(3, 8, 8))).astype(np.float32)
+
+        def grads(dtype):
+            xs, ks = tf.constant(x, dtype), tf.constant(kernel, dtype)
+            with tf.GradientTape() as tape:
+                tape.watch([xs, ks])
+                loss = tf.reduce_sum(tf.cast(dilated_convolution(xs, ks, 4, 8, 0), tf.float32) ** 2)
+            return [tf.cast(g, tf.float32) for g in tape.gradient(loss, [xs, ks])]
+
+        for low, high in zip(grads(tf.bfloat16), grads(tf.float32)):
+            self.assertEqual(low.shape, high.shape)
+            self.assertLess(float(tf.norm(low - high) / tf.norm(high)), 0.02)
 
     def test_step_equals_full_causal_call(self):
         layer = DilatedConv1D(5, kernel_size=3, dilation_rate=4, causal=True)
