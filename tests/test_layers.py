@@ -109,6 +109,22 @@ class DilatedConv1DCorrectnessTest(parameterized.TestCase, tf.test.TestCase):
             self.assertEqual(low.shape, high.shape)
             self.assertLess(float(tf.norm(low - high) / tf.norm(high)), 0.02)
 
+    def test_affine_map_folds_into_a_width_one_kernel(self):
+        layer = DilatedConv1D(5, kernel_size=1)
+        x = tf.random.stateless_normal([2, 9, 3], seed=[4, 5])
+        layer(x)
+        layer.bias.assign(tf.range(5, dtype=tf.float32))
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            folded = layer(x, affine=(1.7, -0.4))
+            reference = layer(1.7 * x - 0.4)
+        self.assertAllClose(folded, reference, atol=1e-5)
+        for variable in [x, layer.kernel, layer.bias]:
+            self.assertAllClose(tape.gradient(folded, variable), tape.gradient(reference, variable),
+                                atol=1e-4)
+        with self.assertRaisesRegex(ValueError, "kernel_size=3"):
+            DilatedConv1D(5, kernel_size=3)(x, affine=(1.0, 0.0))
+
     def test_step_equals_full_causal_call(self):
         layer = DilatedConv1D(5, kernel_size=3, dilation_rate=4, causal=True)
         x = tf.random.stateless_normal([2, 20, 3], seed=[1, 2])
@@ -213,6 +229,26 @@ class AlphaDropoutTest(tf.test.TestCase):
         expected = np.where(kept, a * np.arange(33, dtype=np.float32), 0.0)
         self.assertAllClose(grad, expected, atol=1e-5)
 
+    def test_drop_then_affine_map_equals_call_in_value_and_gradient(self):
+        rate = 0.3
+        x = tf.random.stateless_normal([64, 33], seed=[1, 2])
+        weights = tf.range(33, dtype=tf.float32)
+        results = []
+        for method in ("call", "drop"):
+            layer = AlphaDropout(rate, seed=4)
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                if method == "call":
+                    y = layer(x, training=True)
+                else:
+                    dropped, (a, b) = layer.drop(x, training=True)
+                    y = a * dropped + b
+                loss = tf.reduce_sum(y * weights)
+            results.append((y, tape.gradient(loss, x)))
+        self.assertAllClose(results[0][0], results[1][0], atol=1e-6)
+        self.assertAllClose(results[0][1], results[1][1], atol=1e-6)
+        self.assertEqual(AlphaDropout(rate).drop(x, training=False), (x, None))
+
     def test_seeded_masks_repeat_and_differ_between_calls(self):
         x = tf.random.stateless_normal([32, 64], seed=[3, 4])
         first, second = AlphaDropout(0.5, seed=7), AlphaDropout(0.5, seed=7)
@@ -243,6 +279,35 @@ class AlphaDropoutTest(tf.test.TestCase):
         self.assertIsInstance(block.dropout, AlphaDropout)
         relu_block = ResidualBlock(8, activation="relu", dropout_rate=0.1)
         self.assertIsInstance(relu_block.dropout, keras.layers.Dropout)
+
+    def test_selu_block_in_training_equals_dropout_then_convolution(self):
+        # The block folds AlphaDropout's affine map into conv_out; the result must equal the
+        # plain sequence selu -> conv -> selu -> conv -> selu -> dropout -> conv -> residual.
+        x = tf.random.stateless_normal([2, 11, 8], seed=[6, 7])
+        folded = ResidualBlock(8, dilation_rate=2, causal=True, activation="selu",
+                               normalization="none", dropout_rate=0.3, normalize_residual=True,
+                               branch_weight=0.5, seed=9)
+        plain = ResidualBlock.from_config(folded.get_config())
+        folded(x)
+        plain(x)
+        plain.set_weights(folded.get_weights())
+        for conv in plain.convs:
+            conv.bias.assign(tf.random.stateless_normal(conv.bias.shape, seed=[1, 1]))
+        folded.set_weights(plain.get_weights())
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            got = folded(x, training=True)
+            h = x
+            for conv in plain.convs:
+                h = tf.nn.selu(h)
+                if conv is plain.convs[-1]:
+                    h = plain.dropout(h, training=True)
+                h = conv(h)
+            want = (x + 0.5 * h) / np.sqrt(1.25)
+        self.assertAllClose(got, want, atol=1e-5)
+        self.assertAllClose(tape.gradient(got, x), tape.gradient(want, x), atol=1e-4)
+        self.assertAllClose(tape.gradient(got, folded.convs[-1].kernel),
+                            tape.gradient(want, plain.convs[-1].kernel), atol=1e-4)
 
     def test_bfloat16_selu_matches_float32_selu(self):
         x = tf.random.stateless_normal([4, 9, 8], seed=[2, 2]) * 3

@@ -82,6 +82,29 @@ class AlphaDropout(keras.layers.Layer):
         a, b = alpha_dropout_affine(self.rate)
         return _alpha_dropout(inputs, keep, a, b)
 
+    def drop(self, inputs, training=False):
+        """The dropout without its affine map, for a linear layer that folds the map in.
+
+        `a * outputs + b` equals `call(inputs, training)` (same mask for the same seed state).
+        A linear layer that follows can take `(a, b)` into its kernel and bias
+        (`DilatedConv1D.call(..., affine=(a, b))`), which saves a multiply and an add over the
+        whole tensor forward and a multiply backward: the forward pass is one select, and the
+        backward pass one select on the incoming gradient.
+
+        Args:
+            inputs: float tensor of any shape.
+            training: bool.
+
+        Returns:
+            `(outputs, affine)`: `outputs` is `inputs` with dropped units set to `-alpha *
+            scale`, and `affine` the pair `(a, b)`; or `(inputs, None)` when not training or
+            `rate == 0`.
+        """
+        if not training or self.rate == 0:
+            return inputs, None
+        keep = self._keep_mask(tf.shape(inputs))
+        return _select(inputs, keep, DROPPED_VALUE), alpha_dropout_affine(self.rate)
+
     def compute_output_shape(self, input_shape):
         return input_shape
 
@@ -107,3 +130,18 @@ def _alpha_dropout(inputs, keep, a, b):
 
     return forward(inputs)
 
+
+
+def _select(inputs, keep, dropped):
+    """`where(keep, x, dropped)`, with the gradient `where(keep, dy, 0)`."""
+
+    @tf.custom_gradient
+    def forward(x):
+        outputs = tf.where(keep, x, tf.constant(dropped, x.dtype))
+
+        def grad(upstream):
+            return tf.where(keep, upstream, tf.zeros([], upstream.dtype))
+
+        return outputs, grad
+
+    return forward(inputs)

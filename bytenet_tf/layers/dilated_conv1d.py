@@ -92,15 +92,30 @@ class DilatedConv1D(keras.layers.Layer):
             outputs = outputs + tf.cast(self.bias, self.compute_dtype)
         return outputs
 
-    def call(self, inputs):
+    def call(self, inputs, affine=None):
+        """See the class docstring; `affine=(a, b)` convolves `a * inputs + b` (width 1 only).
+
+        The map is folded into the kernel and bias (`a * kernel`, `bias + b * sum(kernel)`),
+        so it costs no pass over `inputs`; `AlphaDropout.drop` hands its map over this way.
+        """
         inputs = tf.convert_to_tensor(inputs)
-        kernel = tf.cast(self.kernel, self.compute_dtype)
+        if affine is not None and self.kernel_size != 1:
+            raise ValueError(f"Layer {self.name!r} has kernel_size={self.kernel_size}; an input "
+                             "affine map folds only into a width-1 convolution, whose padding "
+                             "cannot change the result.")
+        kernel = self.kernel
+        bias = self.bias if self.use_bias else None
+        if affine is not None:
+            scale, shift = affine
+            bias = shift * tf.reduce_sum(kernel[0], axis=0) + (0.0 if bias is None else bias)
+            kernel = scale * kernel
+        kernel = tf.cast(kernel, self.compute_dtype)
         if self.kernel_size == 1:
             # A 2-D MatMul (+ BiasAdd, which grappler fuses into it) is the fastest 1x1 form.
             shape = tf.shape(inputs)
             outputs = tf.matmul(tf.reshape(inputs, [-1, self.input_dim]), kernel[0])
-            if self.use_bias:
-                outputs = tf.nn.bias_add(outputs, tf.cast(self.bias, self.compute_dtype))
+            if bias is not None:
+                outputs = tf.nn.bias_add(outputs, tf.cast(bias, self.compute_dtype))
             return tf.reshape(outputs, tf.concat([shape[:-1], [self.filters]], 0))
         if self.causal:
             left, right = self.queue_length, 0
