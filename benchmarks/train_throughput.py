@@ -25,7 +25,9 @@ import keras  # noqa: E402
 
 from bytenet_tf import flops, zoo  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training.config import TrainConfig, resolve  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
+from pipelines.datasets import DataSpec  # noqa: E402
 
 DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                     "shared", "data", "deen")
@@ -83,9 +85,9 @@ def build_step(args):
     keras.utils.set_random_seed(0)
     model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
                             dtype=args.precision, max_length=args.length + 1, seed=0)
-    optimizer = keras.optimizers.Adam(1e-4)
-    if args.precision == "mixed_float16":
-        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    # The binary's optimizer, with the default learning-rate schedule of a text run.
+    config = resolve(TrainConfig(model=args.model, data=DataSpec("text")))
+    optimizer = trainer.make_optimizer(config, args.precision)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
     train_step = trainer._make_train_step(tf.distribute.get_strategy(), model, optimizer, step)

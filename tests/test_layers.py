@@ -9,7 +9,7 @@ from absl.testing import parameterized
 
 from bytenet_tf.layers import AlphaDropout, DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
 from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
-from bytenet_tf.layers.dilated_conv1d import dilated_convolution
+from bytenet_tf.layers.dilated_conv1d import dense, dilated_convolution
 from bytenet_tf.layers.residual_block import activate
 
 
@@ -124,6 +124,22 @@ class DilatedConv1DCorrectnessTest(parameterized.TestCase, tf.test.TestCase):
                                 atol=1e-4)
         with self.assertRaisesRegex(ValueError, "kernel_size=3"):
             DilatedConv1D(5, kernel_size=3)(x, affine=(1.0, 0.0))
+
+    def test_width_one_gradients_match_tensorflow(self):
+        rng = np.random.default_rng(3)
+        x = tf.constant(rng.normal(size=(6, 4)), tf.float32)
+        kernel = tf.constant(rng.normal(size=(4, 3)), tf.float32)
+        bias = tf.constant(rng.normal(size=(3,)), tf.float32)
+        upstream = tf.constant(rng.normal(size=(6, 3)), tf.float32)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch([x, kernel, bias])
+            ours = dense(x, kernel, bias)
+            reference = tf.matmul(x, kernel) + bias
+        self.assertAllClose(ours, reference, atol=1e-6)
+        for got, want in zip(tape.gradient(ours, [x, kernel, bias], output_gradients=upstream),
+                             tape.gradient(reference, [x, kernel, bias],
+                                           output_gradients=upstream)):
+            self.assertAllClose(got, want, atol=1e-5)
 
     def test_step_equals_full_causal_call(self):
         layer = DilatedConv1D(5, kernel_size=3, dilation_rate=4, causal=True)

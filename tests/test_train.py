@@ -221,3 +221,36 @@ class DevicesTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "needs the cluster in the TF_CONFIG"):
             with mock.patch.dict(os.environ, env, clear=True):
                 devices.resolve_strategy("multi_worker")
+
+
+class FusedAdamTest(tf.test.TestCase):
+
+    def _run(self, optimizer_cls, steps=5, **kwargs):
+        import keras
+        rng = np.random.default_rng(0)
+        variables = [keras.Variable(rng.normal(size=shape).astype(np.float32))
+                     for shape in [(4, 3), (3,)]]
+        optimizer = optimizer_cls(learning_rate=0.01, **kwargs)
+        for step in range(steps):
+            grads = [tf.constant(rng.normal(size=v.shape).astype(np.float32)) for v in variables]
+            optimizer.apply(grads, variables)
+        return [v.numpy() for v in variables] + [m.numpy() for m in optimizer._velocities]
+
+    def test_matches_keras_adam(self):
+        import keras
+        from bytenet_tf.training.optimizer import Adam
+        for kwargs in ({}, {"clipnorm": 0.5}, {"amsgrad": True}):
+            ours, theirs = self._run(Adam, **kwargs), self._run(keras.optimizers.Adam, **kwargs)
+            for got, want in zip(ours, theirs):
+                self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
+        # The check has teeth: a different epsilon moves the weights.
+        moved = self._run(Adam, epsilon=1e-1)
+        self.assertNotAllClose(moved[0], self._run(keras.optimizers.Adam)[0])
+
+    def test_trainer_uses_it(self):
+        from bytenet_tf.training.config import resolve
+        from bytenet_tf.training.optimizer import Adam
+        config = resolve(TrainConfig())
+        self.assertIsInstance(trainer.make_optimizer(config, "float32"), Adam)
+        scaled = trainer.make_optimizer(config, "mixed_float16")
+        self.assertIsInstance(scaled.inner_optimizer, Adam)

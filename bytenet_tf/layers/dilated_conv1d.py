@@ -107,15 +107,19 @@ class DilatedConv1D(keras.layers.Layer):
         bias = self.bias if self.use_bias else None
         if affine is not None:
             scale, shift = affine
-            bias = shift * tf.reduce_sum(kernel[0], axis=0) + (0.0 if bias is None else bias)
+            bias = shift * tf.reduce_sum(kernel, axis=[0, 1]) + (0.0 if bias is None else bias)
             kernel = scale * kernel
         kernel = tf.cast(kernel, self.compute_dtype)
         if self.kernel_size == 1:
             # A 2-D MatMul (+ BiasAdd, which grappler fuses into it) is the fastest 1x1 form.
             shape = tf.shape(inputs)
-            outputs = tf.matmul(tf.reshape(inputs, [-1, self.input_dim]), kernel[0])
-            if bias is not None:
-                outputs = tf.nn.bias_add(outputs, tf.cast(bias, self.compute_dtype))
+            # A reshape, not `kernel[0]`: a slice costs a StridedSliceGrad in every step.
+            flat = tf.reshape(inputs, [-1, self.input_dim])
+            kernel = tf.reshape(kernel, [self.input_dim, self.filters])
+            if bias is None:
+                outputs = tf.matmul(flat, kernel)
+            else:
+                outputs = dense(flat, kernel, tf.cast(bias, self.compute_dtype))
             return tf.reshape(outputs, tf.concat([shape[:-1], [self.filters]], 0))
         if self.causal:
             left, right = self.queue_length, 0
@@ -163,6 +167,34 @@ class DilatedConv1D(keras.layers.Layer):
         return config
 
 
+def bias_gradient(upstream):
+    """Column sums of a 2-D `upstream`: the gradient of a bias added to every row.
+
+    A `(1, rows)` row of ones times `upstream` runs on oneDNN's threads. On the 2-core CPU, over
+    4096 rows: 153 against 392 us for `BiasAddGrad` at 256 float32 columns, 82 against 246 us
+    at 128 bfloat16 columns, and within 5% of it otherwise.
+    """
+    ones = tf.ones(tf.stack([1, tf.shape(upstream)[0]]), upstream.dtype)
+    return tf.matmul(ones, upstream)[0]
+
+
+def dense(inputs, kernel, bias):
+    """`inputs @ kernel + bias` for 2-D `inputs`, with the bias gradient of `bias_gradient`.
+
+    Grappler still fuses the forward product and bias into one oneDNN call.
+    """
+
+    @tf.custom_gradient
+    def forward(x, w, b):
+        def grad(upstream):
+            return (tf.matmul(upstream, w, transpose_b=True),
+                    tf.matmul(x, upstream, transpose_a=True), bias_gradient(upstream))
+
+        return tf.nn.bias_add(tf.matmul(x, w), b), grad
+
+    return forward(inputs, kernel, bias)
+
+
 def _convolve(inputs, kernel, dilation_rate, left, right, bias=None):
     """oneDNN's dilated convolution of `inputs` padded with `left` and `right` zeros.
 
@@ -208,10 +240,17 @@ def dilated_convolution(inputs, kernel, dilation_rate, left, right, bias=None):
         padded = tf.pad(x, [[0, 0], [left, right], [0, 0]])
         length = tf.shape(upstream)[1]
         flat_upstream = tf.reshape(upstream, [-1, filters])
-        kernel_grad = tf.stack([
-            tf.matmul(tf.reshape(padded[:, k * dilation_rate:k * dilation_rate + length],
-                                 [-1, input_dim]), flat_upstream, transpose_a=True)
-            for k in range(taps)])
+
+        def tap_inputs(k):
+            # The tap that sits on the unpadded input (the last of a causal kernel, the middle
+            # one of a centred kernel) reads `x` itself: no copy.
+            if k * dilation_rate == left and left + right == (taps - 1) * dilation_rate:
+                return tf.reshape(x, [-1, input_dim])
+            start = k * dilation_rate
+            return tf.reshape(padded[:, start:start + length], [-1, input_dim])
+
+        kernel_grad = tf.stack([tf.matmul(tap_inputs(k), flat_upstream, transpose_a=True)
+                                for k in range(taps)])
         return input_grad, kernel_grad, flat_upstream
 
     if bias is None:
@@ -226,7 +265,7 @@ def dilated_convolution(inputs, kernel, dilation_rate, left, right, bias=None):
     def forward_with_bias(x, w, b):
         def grad(upstream):
             input_grad, kernel_grad, flat_upstream = gradients(x, w, upstream)
-            return input_grad, kernel_grad, tf.raw_ops.BiasAddGrad(out_backprop=flat_upstream)
+            return input_grad, kernel_grad, bias_gradient(flat_upstream)
         return _convolve(x, w, dilation_rate, left, right, b), grad
 
     return forward_with_bias(inputs, kernel, bias)

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from bytenet_tf import export, scoring, zoo
 from bytenet_tf.training import devices
 from bytenet_tf.training.config import model_overrides, resolve
+from bytenet_tf.training.optimizer import Adam
 from bytenet_tf.training.schedule import WarmupRsqrtDecay
 from pipelines import byte_codec, datasets, preprocessing
 
@@ -79,14 +80,20 @@ def validate(translate_fn, sources, references, progress=False):
     return scoring.score(hypotheses, references), hypotheses
 
 
-def _build(config, policy):
-    model = zoo.build_model(config.model, dtype=policy, **model_overrides(config))
-    optimizer = keras.optimizers.Adam(
+def make_optimizer(config, policy):
+    """The binary's optimizer: Adam with warm-up and decay, clipping, and loss scaling for float16."""
+    optimizer = Adam(
         WarmupRsqrtDecay(config.learning_rate, max(config.warmup_steps, 1),
                          decay=config.decay_learning_rate),
         clipnorm=config.clip_norm or None)
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def _build(config, policy):
+    model = zoo.build_model(config.model, dtype=policy, **model_overrides(config))
+    optimizer = make_optimizer(config, policy)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     return model, optimizer, step
