@@ -201,9 +201,13 @@ def _convolve(inputs, kernel, dilation_rate, left, right, bias=None):
     The bias is added to the 4-D convolution output, where grappler fuses it into the
     convolution (`_FusedConv2D`), instead of in a pass of its own.
     """
-    padded = tf.pad(inputs, [[0, 0], [left, right], [0, 0]])
+    if left == right == (kernel.shape[0] - 1) * dilation_rate // 2:
+        # A centred kernel: oneDNN pads by itself ("SAME"), without a padded copy.
+        padded, padding = inputs, "SAME"
+    else:
+        padded, padding = tf.pad(inputs, [[0, 0], [left, right], [0, 0]]), "VALID"
     outputs = tf.nn.conv2d(tf.expand_dims(padded, 1), tf.expand_dims(kernel, 0), strides=1,
-                           padding="VALID", dilations=[1, 1, dilation_rate, 1])
+                           padding=padding, dilations=[1, 1, dilation_rate, 1])
     if bias is not None:
         outputs = tf.nn.bias_add(outputs, bias)
     return tf.squeeze(outputs, 1)
