@@ -3,7 +3,7 @@
     python benchmarks/train_throughput.py --model=bytenet_selu --hidden_size=256 --num_stacks=2 \\
         --batch_size=16 --length=256 --precision=float32 --steps=20
 
-Times `bytenet_tf.training.trainer`'s train step (the binary's) on batches of real text from
+Times `bytenet_tf.training.trainer`'s train step and optimizer (the binary's) on batches of real text from
 ../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed steps, and
 reports the median step time.
 FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
