@@ -33,6 +33,18 @@ def _text(value):
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
 
 
+def bleu_caveat(references):
+    """A note for logs when corpus BLEU cannot be above 0 on `references`, else "".
+
+    sacrebleu's BLEU multiplies 1- to 4-gram precisions, so when no reference has 4 words (the
+    digits task: `104`) every 4-gram precision is 0 and BLEU is 0 however good the output.
+    """
+    if references and max(len(_text(r).split()) for r in references) < 4:
+        return (" (no reference has 4 words, so BLEU, a 4-gram score, is 0 by construction: "
+                "read exact match and chrF)")
+    return ""
+
+
 def score(hypotheses, references):
     """Scores hypotheses against one reference each.
 

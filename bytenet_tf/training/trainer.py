@@ -219,9 +219,9 @@ def _validate_and_log(config, translate_fn, writer, current):
     _summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
                                  "valid_exact_match": results["exact_match"]},
                os.path.join(config.model_dir, "metrics.jsonl"))
-    logging.info("Step %d validation: BLEU %.2f, chrF %.2f, exact match %.4f on %d sentences",
+    logging.info("Step %d validation: BLEU %.2f, chrF %.2f, exact match %.4f on %d sentences%s",
                  current, results["bleu"], results["chrf"], results["exact_match"],
-                 results["sentences"])
+                 results["sentences"], scoring.bleu_caveat(references))
     return results
 
 
