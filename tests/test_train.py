@@ -44,6 +44,7 @@ class TrainEndToEndTest(tf.test.TestCase):
         self.assertEqual(results["step"], 10)
         self.assertTrue(np.isfinite(results["train_loss"]))
         self.assertEqual(results["valid"]["sentences"], 8)
+        self.assertIn("4-gram", results["valid"]["bleu_caveat"])
         self.assertTrue(os.path.isfile(os.path.join(results["export_path"], "saved_model.pb")))
         with open(os.path.join(model_dir, "config.json")) as f:
             config = json.load(f)
@@ -65,6 +66,7 @@ class TrainEndToEndTest(tf.test.TestCase):
         self.assertIsNone(results["export_path"])
         self.assertIn("BLEU", results["valid"]["signature"].upper() + "BLEU")
         self.assertIn("nrefs:1", results["valid"]["signature"])
+        self.assertEqual(results["valid"]["bleu_caveat"], "")
 
     def test_finished_run_does_not_train_again(self):
         model_dir = self.get_temp_dir() + "/finished"

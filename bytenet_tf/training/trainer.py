@@ -219,9 +219,10 @@ def _validate_and_log(config, translate_fn, writer, current):
     _summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
                                  "valid_exact_match": results["exact_match"]},
                os.path.join(config.model_dir, "metrics.jsonl"))
+    results["bleu_caveat"] = scoring.bleu_caveat(references)
     logging.info("Step %d validation: BLEU %.2f, chrF %.2f, exact match %.4f on %d sentences%s",
                  current, results["bleu"], results["chrf"], results["exact_match"],
-                 results["sentences"], scoring.bleu_caveat(references))
+                 results["sentences"], results["bleu_caveat"])
     return results
 
 
@@ -230,7 +231,7 @@ def train_and_evaluate(config):
 
     Returns:
         dict with `step`, `train_loss`, `train_byte_accuracy`, `train_seconds`, `valid` (the
-        `scoring.score` dict), `export_path` (or None) and `precision`.
+        `scoring.score` dict and its `bleu_caveat`), `export_path` (or None) and `precision`.
 
     Raises:
         TrainingDivergedError: the loss became NaN or infinite.
