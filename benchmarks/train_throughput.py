@@ -3,9 +3,9 @@
     python benchmarks/train_throughput.py --model=bytenet_selu --hidden_size=256 --num_stacks=2 \\
         --batch_size=16 --length=256 --precision=float32 --steps=20
 
-Times `bytenet_tf.training.trainer`'s train step and optimizer (the binary's) on batches of real text from
-../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed steps, and
-reports the median step time.
+Times `bytenet_tf.training.trainer`'s train step and optimizer (the binary's) on batches of real
+text from ../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed
+steps, and reports the median step time.
 FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
 the same precision, measured in the same run. The last line printed is one JSON object.
 """
@@ -48,23 +48,17 @@ def matmul_peak(dtype, size=4096, repeats=10):
     return 2 * size ** 3 / best / 1e9
 
 
-def real_batches(batch_size, length, count):
-    """`count` batches of real text, every row exactly `length` ids long (no padding)."""
+def real_rows(rows, length):
+    """`(source, target, labels)`, each `rows` x `length` ids of real text (no padding)."""
     def packed(path):
         with open(path, "rb") as f:
             data = f.read().replace(b"\n", b" ")
         ids = np.frombuffer(data, dtype=np.uint8).astype(np.int32) + byte_codec.BYTE_OFFSET
-        return ids
-    de = packed(os.path.join(DEEN, "train.de"))
-    en = packed(os.path.join(DEEN, "train.en"))
-    batches = []
-    for i in range(count):
-        offset = i * batch_size * length
-        source = de[offset:offset + batch_size * length].reshape(batch_size, length)
-        labels = en[offset:offset + batch_size * length].reshape(batch_size, length)
-        target = np.concatenate([np.full((batch_size, 1), byte_codec.BOS_ID), labels[:, :-1]], 1)
-        batches.append(({"source": source, "target": target.astype(np.int32)}, labels))
-    return batches
+        return ids[:rows * length].reshape(rows, length)
+    source = packed(os.path.join(DEEN, "train.de"))
+    labels = packed(os.path.join(DEEN, "train.en"))
+    target = np.concatenate([np.full((rows, 1), byte_codec.BOS_ID, np.int32), labels[:, :-1]], 1)
+    return source, target, labels
 
 
 def add_step_arguments(parser, steps, warmup):
@@ -91,16 +85,13 @@ def build_step(args):
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
     train_step = trainer._make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
-    batches = real_batches(args.batch_size, args.length, args.steps + args.warmup)
+    source, target, labels = real_rows(args.batch_size * (args.steps + args.warmup), args.length)
     # Rows re-batched with `padded_batch` (no padding: every row has `length` ids) so that, as
     # in the binary's pipeline, the step sees batches of unknown shape. Not `from_generator`:
     # TensorFlow's generator dataset lowers glibc's trim threshold to 128 kB for the whole
     # process, and the step then page-faults about 4,800 times (~20 MB) per step, which made it
     # 6-9% slower than in the binary.
-    rows = [np.concatenate([batch[0][key] for batch in batches]) for key in ("source", "target")]
-    labels = np.concatenate([batch[1] for batch in batches])
-    dataset = tf.data.Dataset.from_tensor_slices(
-        ({"source": rows[0], "target": rows[1]}, labels))
+    dataset = tf.data.Dataset.from_tensor_slices(({"source": source, "target": target}, labels))
     dataset = dataset.padded_batch(args.batch_size, padded_shapes=(
         {"source": [None], "target": [None]}, [None])).cache()
     return model, train_step, iter(dataset)

@@ -113,8 +113,8 @@ def main(argv):
     valid = results["valid"] or {}
     if valid:
         print(f"Held-out exact match: {valid['exact_match']:.4f} "
-              f"({valid['sentences']} sentences); BLEU {valid['bleu']:.2f}{valid.get('bleu_caveat', '')}; "
-              f"chrF {valid['chrf']:.2f}")
+              f"({valid['sentences']} sentences); BLEU {valid['bleu']:.2f}"
+              f"{valid.get('bleu_caveat', '')}; chrF {valid['chrf']:.2f}")
     if results["export_path"]:
         print(f"SavedModel: {results['export_path']}")
     print(json.dumps(results))

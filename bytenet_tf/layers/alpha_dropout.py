@@ -27,8 +27,9 @@ class AlphaDropout(keras.layers.Layer):
     negative saturation value `-alpha * scale`; then `a * x + b` restores mean 0 and variance 1
     for standard-normal inputs. `keras.layers.AlphaDropout` spends nine elementwise ops and one
     32-bit random number per unit on this, and two more ops in the backward pass. Here the
-    forward pass is one select on `x * a + b`, and the backward pass one select on the incoming
-    gradient (a custom gradient). Each 32-bit random number decides two units through its two
+    forward pass is one select and `x * a + b`, and the backward pass one select on the
+    incoming gradient (a custom gradient) and a multiply; `drop` leaves the affine map to the
+    next layer. Each 32-bit random number decides two units through its two
     16-bit halves, so the keep probability is quantized to multiples of 2**-16 (for
     `rate=0.05`, 0.0500031 is dropped instead of 0.05). Measured on a 16 x 256 x 128 tensor on
     the 2-core CPU: 0.94 ms for the 16-bit mask against 1.99 ms for float uniforms.
@@ -78,9 +79,8 @@ class AlphaDropout(keras.layers.Layer):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
-        keep = self._keep_mask(tf.shape(inputs))
-        a, b = alpha_dropout_affine(self.rate)
-        return _alpha_dropout(inputs, keep, a, b)
+        outputs, (a, b) = self.drop(inputs, training=training)
+        return outputs * tf.constant(a, outputs.dtype) + tf.constant(b, outputs.dtype)
 
     def drop(self, inputs, training=False):
         """The dropout without its affine map, for a linear layer that folds the map in.
@@ -112,24 +112,6 @@ class AlphaDropout(keras.layers.Layer):
         config = super().get_config()
         config.update({"rate": self.rate, "seed": self.seed})
         return config
-
-
-def _alpha_dropout(inputs, keep, a, b):
-    """`where(keep, a * x + b, a * dropped + b)`, with the gradient `where(keep, a * dy, 0)`."""
-
-    @tf.custom_gradient
-    def forward(x):
-        dtype = x.dtype
-        dropped = tf.constant(a * DROPPED_VALUE + b, dtype)
-        outputs = tf.where(keep, x * tf.constant(a, dtype) + tf.constant(b, dtype), dropped)
-
-        def grad(upstream):
-            return tf.where(keep, upstream * tf.constant(a, dtype), tf.zeros([], dtype))
-
-        return outputs, grad
-
-    return forward(inputs)
-
 
 
 def _select(inputs, keep, dropped):

@@ -9,8 +9,8 @@ class DilatedConv1D(keras.layers.Layer):
     """Dilated 1-D convolution over time, centred (encoder) or causal (decoder).
 
     A width-1 convolution runs as one 2-D matrix product; a wider one as oneDNN's dilated
-    convolution with a gradient written for the CPU (`dilated_convolution`). A causal convolution pads
-    `(kernel_size - 1) * dilation_rate` zeros on the left, so output `t` reads inputs
+    convolution with a gradient written for the CPU (`dilated_convolution`). A causal
+    convolution pads `(kernel_size - 1) * dilation_rate` zeros on the left, so output `t` reads inputs
     `t - (kernel_size - 1) * dilation_rate, ..., t` only. A centred one pads half of that on each
     side and needs an odd `kernel_size`.
 
@@ -110,6 +110,7 @@ class DilatedConv1D(keras.layers.Layer):
             bias = shift * tf.reduce_sum(kernel, axis=[0, 1]) + (0.0 if bias is None else bias)
             kernel = scale * kernel
         kernel = tf.cast(kernel, self.compute_dtype)
+        bias = None if bias is None else tf.cast(bias, self.compute_dtype)
         if self.kernel_size == 1:
             # A 2-D MatMul (+ BiasAdd, which grappler fuses into it) is the fastest 1x1 form.
             shape = tf.shape(inputs)
@@ -119,13 +120,12 @@ class DilatedConv1D(keras.layers.Layer):
             if bias is None:
                 outputs = tf.matmul(flat, kernel)
             else:
-                outputs = dense(flat, kernel, tf.cast(bias, self.compute_dtype))
+                outputs = dense(flat, kernel, bias)
             return tf.reshape(outputs, tf.concat([shape[:-1], [self.filters]], 0))
         if self.causal:
             left, right = self.queue_length, 0
         else:
             left = right = self.queue_length // 2
-        bias = tf.cast(self.bias, self.compute_dtype) if self.use_bias else None
         return dilated_convolution(inputs, kernel, self.dilation_rate, left, right, bias)
 
     def initial_queue(self, batch_size, dtype=None):
@@ -201,7 +201,7 @@ def _convolve(inputs, kernel, dilation_rate, left, right, bias=None):
     The bias is added to the 4-D convolution output, where grappler fuses it into the
     convolution (`_FusedConv2D`), instead of in a pass of its own.
     """
-    if left == right == (kernel.shape[0] - 1) * dilation_rate // 2:
+    if left == right and left + right == (kernel.shape[0] - 1) * dilation_rate:
         # A centred kernel: oneDNN pads by itself ("SAME"), without a padded copy.
         padded, padding = inputs, "SAME"
     else:
@@ -214,7 +214,9 @@ def _convolve(inputs, kernel, dilation_rate, left, right, bias=None):
 
 
 def dilated_convolution(inputs, kernel, dilation_rate, left, right, bias=None):
-    """`outputs[t] = sum_k padded[t + k * dilation_rate] @ kernel[k] + bias`, padded by `left`, `right`.
+    """`outputs[t] = sum_k padded[t + k * dilation_rate] @ kernel[k] + bias`.
+
+    `padded` is `inputs` with `left` zeros before the sequence and `right` zeros after it.
 
     The same function as `tf.nn.convolution` on the padded inputs, with a gradient written for
     the CPU. `tf.nn.convolution` routes a dilated convolution through `SpaceToBatchND` and
@@ -237,39 +239,29 @@ def dilated_convolution(inputs, kernel, dilation_rate, left, right, bias=None):
         `(batch_size, length + left + right - (kernel_size - 1) * dilation_rate, filters)`.
     """
 
-    def gradients(x, w, upstream):
-        taps, input_dim, filters = w.shape
-        flipped = tf.transpose(tf.reverse(w, [0]), [0, 2, 1])
-        input_grad = _convolve(upstream, flipped, dilation_rate, right, left)
-        padded = tf.pad(x, [[0, 0], [left, right], [0, 0]])
-        length = tf.shape(upstream)[1]
-        flat_upstream = tf.reshape(upstream, [-1, filters])
-
-        def tap_inputs(k):
-            # The tap that sits on the unpadded input (the last of a causal kernel, the middle
-            # one of a centred kernel) reads `x` itself: no copy.
-            if k * dilation_rate == left and left + right == (taps - 1) * dilation_rate:
-                return tf.reshape(x, [-1, input_dim])
-            start = k * dilation_rate
-            return tf.reshape(padded[:, start:start + length], [-1, input_dim])
-
-        kernel_grad = tf.stack([tf.matmul(tap_inputs(k), flat_upstream, transpose_a=True)
-                                for k in range(taps)])
-        return input_grad, kernel_grad, flat_upstream
-
-    if bias is None:
-        @tf.custom_gradient
-        def forward(x, w):
-            def grad(upstream):
-                return gradients(x, w, upstream)[:2]
-            return _convolve(x, w, dilation_rate, left, right), grad
-        return forward(inputs, kernel)
-
     @tf.custom_gradient
-    def forward_with_bias(x, w, b):
+    def forward(x, w, *maybe_bias):
         def grad(upstream):
-            input_grad, kernel_grad, flat_upstream = gradients(x, w, upstream)
-            return input_grad, kernel_grad, bias_gradient(flat_upstream)
-        return _convolve(x, w, dilation_rate, left, right, b), grad
+            taps, input_dim, filters = w.shape
+            flipped = tf.transpose(tf.reverse(w, [0]), [0, 2, 1])
+            input_grad = _convolve(upstream, flipped, dilation_rate, right, left)
+            padded = tf.pad(x, [[0, 0], [left, right], [0, 0]])
+            length = tf.shape(upstream)[1]
+            flat_upstream = tf.reshape(upstream, [-1, filters])
 
-    return forward_with_bias(inputs, kernel, bias)
+            def tap_inputs(k):
+                # The tap that sits on the unpadded input (the last of a causal kernel, the
+                # middle one of a centred kernel) reads `x` itself: no copy.
+                if k * dilation_rate == left and left + right == (taps - 1) * dilation_rate:
+                    return tf.reshape(x, [-1, input_dim])
+                start = k * dilation_rate
+                return tf.reshape(padded[:, start:start + length], [-1, input_dim])
+
+            kernel_grad = tf.stack([tf.matmul(tap_inputs(k), flat_upstream, transpose_a=True)
+                                    for k in range(taps)])
+            bias_grad = [bias_gradient(flat_upstream)] if maybe_bias else []
+            return (input_grad, kernel_grad, *bias_grad)
+
+        return _convolve(x, w, dilation_rate, left, right, *maybe_bias), grad
+
+    return forward(inputs, kernel, *([] if bias is None else [bias]))

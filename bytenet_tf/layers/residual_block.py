@@ -12,12 +12,8 @@ from bytenet_tf.layers.normalization import build_normalization, validate_normal
 ACTIVATIONS = ("relu", "selu")
 
 
-def activate(x, activation, dropout=None, training=None, fold=False):
+def activate(x, activation, dropout=None, training=None):
     """Applies `activation` (`relu` or `selu`), then `dropout` (a layer) if given.
-
-    With `fold=True`, `dropout` must be an `AlphaDropout`; its affine map is not applied but
-    returned, for the next linear layer to fold in: the result is `(outputs, affine)` (see
-    `AlphaDropout.drop`).
 
     A bfloat16 selu and its dropout run in float32 between two casts: on CPU, Eigen's bfloat16
     elementwise ops are slow (`Selu` and `SeluGrad` took 1.95 ms forward and backward on a
@@ -31,9 +27,6 @@ def activate(x, activation, dropout=None, training=None, fold=False):
         if dtype == tf.bfloat16:
             x = tf.cast(x, tf.float32)
         x = tf.nn.selu(x)
-    if fold:
-        # The select moves values only, so it runs after the cast, on half the bytes.
-        return dropout.drop(tf.cast(x, dtype), training=training)
     if dropout is not None:
         x = dropout(x, training=training)
     return tf.cast(x, dtype)
@@ -47,9 +40,9 @@ class ResidualBlock(keras.layers.Layer):
     norm, act, 1x1 conv back to `hidden_size`, then add the block input. When `dropout_rate > 0`,
     one dropout layer (`bytenet_tf.layers.AlphaDropout` for `selu`) acts on the input of the
     last convolution; a width-1 last convolution folds AlphaDropout's affine map into its kernel
-    and bias (`AlphaDropout.drop`), which saves three passes over the tensor. Once per block, not after every activation: on CPU Keras's dropout random
-    numbers cost about 3 ns each, and three dropouts per block took 23% of a `bytenet_selu`
-    training step.
+    and bias (`AlphaDropout.drop`), which saves three passes over the tensor. Once per block,
+    not after every activation: on CPU Keras's dropout random numbers cost about 3 ns each, and
+    three dropouts per block took 23% of a `bytenet_selu` training step.
 
     **Residual scaling, and why.** Adding a branch `f(x)` of unit variance to an input `x` of
     unit variance gives variance 2, so in a plain residual SELU stack the variance grows with
@@ -170,7 +163,8 @@ class ResidualBlock(keras.layers.Layer):
         dropout = self.dropout if index == len(self.convs) - 1 else None
         if isinstance(dropout, AlphaDropout) and self.convs[index].kernel_size == 1:
             # The width-1 convolution takes the dropout's affine map into its kernel and bias.
-            return activate(x, self.activation, dropout, training, fold=True)
+            # The select moves values only, so it runs after activate's cast back to bfloat16.
+            return dropout.drop(activate(x, self.activation), training=training)
         return activate(x, self.activation, dropout, training), None
 
     def _residual(self, inputs, branch):
