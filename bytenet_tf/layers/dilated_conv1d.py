@@ -196,18 +196,15 @@ def dense(inputs, kernel, bias):
 
 
 def _convolve(inputs, kernel, dilation_rate, left, right, bias=None):
-    """oneDNN's dilated convolution of `inputs` padded with `left` and `right` zeros.
+    """oneDNN's dilated convolution of `inputs` with `left` and `right` zeros of padding.
 
-    The bias is added to the 4-D convolution output, where grappler fuses it into the
+    The padding is the convolution's own (explicit padding), so no padded copy of `inputs` is
+    made. The bias is added to the 4-D convolution output, where grappler fuses it into the
     convolution (`_FusedConv2D`), instead of in a pass of its own.
     """
-    if left == right and left + right == (kernel.shape[0] - 1) * dilation_rate:
-        # A centred kernel: oneDNN pads by itself ("SAME"), without a padded copy.
-        padded, padding = inputs, "SAME"
-    else:
-        padded, padding = tf.pad(inputs, [[0, 0], [left, right], [0, 0]]), "VALID"
-    outputs = tf.nn.conv2d(tf.expand_dims(padded, 1), tf.expand_dims(kernel, 0), strides=1,
-                           padding=padding, dilations=[1, 1, dilation_rate, 1])
+    outputs = tf.nn.conv2d(tf.expand_dims(inputs, 1), tf.expand_dims(kernel, 0), strides=1,
+                           padding=[[0, 0], [0, 0], [left, right], [0, 0]],
+                           dilations=[1, 1, dilation_rate, 1])
     if bias is not None:
         outputs = tf.nn.bias_add(outputs, bias)
     return tf.squeeze(outputs, 1)
