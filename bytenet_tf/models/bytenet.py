@@ -173,7 +173,7 @@ class ByteNet(keras.Model):
     def _head(self, x, training=None):
         if self.output_norm is not None:
             x = self.output_norm(x, training=training)
-        return activate(x, self.activation)
+        return activate(x, self.activation, training=training)
 
     def decode(self, encoded, target, training=None):
         """Runs the decoder over all target positions at once.

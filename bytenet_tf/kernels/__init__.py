@@ -1,0 +1,145 @@
+"""Fused CPU kernels, compiled for this machine on first use, with TensorFlow's ops as fallback.
+
+TensorFlow's pip build compiles its elementwise Eigen kernels for AVX only, so bfloat16
+elementwise ops are slow on CPU, and a bfloat16 SELU runs fastest as three float32 passes each
+way (cast, selu, cast). `selu_bfloat16.cc` does it in one pass each way. The first call of
+`library()` in a process compiles it with the C++ compiler (`$CXX`, else `g++`) and
+`tf.sysconfig`'s flags for this CPU (`-march=native`), into a cache keyed by the source, the
+TensorFlow version and the CPU, and loads it; this takes about 15 s once per machine. If
+anything fails (no compiler, no headers), `library()` logs why once and returns None, and
+callers use TensorFlow's ops.
+
+Measured in a `bytenet_selu` training step (h256 x 2 stacks, 16 x 256 bytes, mixed_bfloat16) on
+the 2-core CPU: see the README's throughput table.
+
+Environment:
+    BYTENET_TF_FUSED_KERNELS=0: never compile or use the kernels.
+    BYTENET_TF_CACHE: the cache directory (default `~/.cache/bytenet_tf`).
+    CXX: the C++ compiler (default `g++`).
+
+Only training graphs use the kernels (`bytenet_tf.layers.residual_block.activate` with
+`training=True` on CPU): inference, decoding under XLA and exported SavedModels use TensorFlow's
+ops, so a SavedModel loads without this library.
+"""
+
+import hashlib
+from absl import logging
+import os
+import platform
+import shlex
+import subprocess
+import tempfile
+import threading
+
+import tensorflow as tf
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selu_bfloat16.cc")
+SWITCH = "BYTENET_TF_FUSED_KERNELS"
+
+_lock = threading.Lock()
+_state = {"tried": False, "library": None}
+
+
+def _cpu_signature():
+    """What `-march=native` depends on: the CPU's model and feature flags."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [line for line in f if line.startswith(("model name", "flags"))]
+        return "".join(sorted(set(lines)))
+    except OSError:
+        return platform.processor() + platform.machine()
+
+
+def _command(output):
+    compiler = os.environ.get("CXX", "g++")
+    return (shlex.split(compiler) + ["-shared", "-fPIC", "-O3", "-march=native", "-w",
+                                     "-fno-math-errno", "-fno-trapping-math"]
+            + tf.sysconfig.get_compile_flags() + [SOURCE, "-o", output]
+            + tf.sysconfig.get_link_flags())
+
+
+def library_path():
+    """Where the compiled library for this source, TensorFlow and CPU is cached."""
+    with open(SOURCE, "rb") as f:
+        key = hashlib.sha256(f.read() + tf.__version__.encode() + _cpu_signature().encode()
+                             + os.environ.get("CXX", "g++").encode()).hexdigest()[:16]
+    root = os.environ.get("BYTENET_TF_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "bytenet_tf")
+    return os.path.join(root, f"selu_bfloat16_{key}.so")
+
+
+def _compile(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # Compile to a private name and rename: concurrent processes (the workers of one cluster)
+    # never load a half-written library.
+    handle, partial = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
+    os.close(handle)
+    try:
+        logging.info("bytenet_tf: compiling the fused bfloat16 SELU kernel for this CPU "
+                     "(once, about 15 s): %s", path)
+        result = subprocess.run(_command(partial), capture_output=True, text=True, timeout=600)
+        if result.returncode:
+            raise RuntimeError(f"the compiler exited with {result.returncode}: "
+                               f"{result.stderr.strip()[-2000:]}")
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def library():
+    """The loaded op library, or None if it is switched off or cannot be built here."""
+    with _lock:
+        if not _state["tried"]:
+            _state["tried"] = True
+            if os.environ.get(SWITCH, "1") == "0":
+                logging.info("bytenet_tf: %s=0; using TensorFlow's ops for bfloat16 SELU.", SWITCH)
+            else:
+                try:
+                    path = library_path()
+                    if not os.path.exists(path):
+                        _compile(path)
+                    _state["library"] = tf.load_op_library(path)
+                except (OSError, RuntimeError, subprocess.SubprocessError,
+                        tf.errors.OpError) as error:
+                    logging.warning(
+                        "bytenet_tf: the fused bfloat16 SELU kernel is unavailable (%s); "
+                        "training in mixed_bfloat16 uses TensorFlow's slower ops. Install a C++ "
+                        "compiler (g++) or set CXX, or set %s=0 to silence this.", error, SWITCH)
+        return _state["library"]
+
+
+def fused_selu_available():
+    """True when a training graph may use `selu_bfloat16`: the library loads, no GPU is visible."""
+    return not tf.config.list_logical_devices("GPU") and library() is not None
+
+
+def selu_bfloat16(features):
+    """SELU of a bfloat16 tensor, one pass forward and one back (see `selu_bfloat16.cc`).
+
+    Equal to `tf.cast(tf.nn.selu(tf.cast(features, tf.float32)), tf.bfloat16)` up to the
+    rounding of the last bit, and more exact near 0, where TensorFlow's `exp(x) - 1` cancels.
+    The gradient is computed from `features`, in float32, rounded once.
+
+    Args:
+        features: bfloat16 tensor of any shape.
+
+    Returns:
+        bfloat16 tensor of the same shape.
+
+    Raises:
+        RuntimeError: if the library is unavailable (check `fused_selu_available()` first).
+    """
+    ops = library()
+    if ops is None:
+        raise RuntimeError("The fused kernels are unavailable; see the warning logged by "
+                           "bytenet_tf.kernels.library().")
+
+    @tf.custom_gradient
+    def forward(x):
+        def grad(upstream):
+            return ops.bytenet_selu_bfloat16_grad(upstream, x)
+
+        return ops.bytenet_selu_bfloat16(x), grad
+
+    return forward(features)

@@ -1,0 +1,169 @@
+"""bytenet_tf.kernels: the fused bfloat16 SELU, its gradient, its use in training, its fallback."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import tensorflow as tf
+
+from bytenet_tf import kernels, zoo
+from bytenet_tf.layers.residual_block import activate
+
+SCALE = 1.0507009873554804934193349852946
+ALPHA = 1.6732632423543772848170429916717
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def every_bfloat16():
+    """All 65,536 bfloat16 values, and the same values in float64."""
+    values = tf.bitcast(tf.constant(np.arange(1 << 16, dtype=np.uint16)), tf.bfloat16)
+    with np.errstate(invalid="ignore"):
+        return values, tf.cast(values, tf.float32).numpy().astype(np.float64)
+
+
+def bfloat16_ulp(value):
+    """The spacing of bfloat16 numbers at `value` (8 significant bits)."""
+    return 2.0 ** (np.floor(np.log2(np.abs(value))) - 7)
+
+
+@unittest.skipIf(shutil.which(os.environ.get("CXX", "g++")) is None,
+                 "no C++ compiler on this machine: the fused kernel cannot be built, and the "
+                 "fallback is tested in FallbackTest")
+class FusedSeluTest(tf.test.TestCase):
+
+    def setUp(self):
+        self.assertIsNotNone(kernels.library(), "a compiler is present, so the kernel must build")
+
+    def test_forward_is_correctly_rounded_for_every_bfloat16(self):
+        values, exact_input = every_bfloat16()
+        with np.errstate(all="ignore"):
+            exact = np.where(exact_input > 0, SCALE * exact_input,
+                             SCALE * ALPHA * np.expm1(np.minimum(exact_input, 0)))
+        got = tf.cast(kernels.selu_bfloat16(values), tf.float32).numpy().astype(np.float64)
+        # Normal inputs and outputs in float32's range (the CPU flushes subnormals to zero).
+        normal = (np.abs(exact_input) >= 1.2e-38) & (np.abs(exact) >= 1.2e-38) \
+            & (np.abs(exact) <= 3.3e38)
+        self.assertGreater(normal.sum(), 60000)
+        error = np.abs(got[normal] - exact[normal]) / bfloat16_ulp(exact[normal])
+        self.assertLessEqual(error.max(), 0.501)
+
+    def test_nan_and_infinities(self):
+        got = kernels.selu_bfloat16(tf.constant([np.nan, np.inf, -np.inf, 0.0], tf.bfloat16))
+        got = tf.cast(got, tf.float32).numpy()
+        self.assertTrue(np.isnan(got[0]))
+        self.assertEqual(got[1], np.inf)
+        self.assertAllClose(got[2:], [-SCALE * ALPHA, 0.0], atol=0.01)
+
+    def test_gradient_is_the_exact_slope_rounded_once(self):
+        values, exact_input = every_bfloat16()
+        with tf.GradientTape() as tape:
+            tape.watch(values)
+            outputs = kernels.selu_bfloat16(values)
+        slope = tape.gradient(outputs, values, output_gradients=tf.ones_like(values))
+        slope = tf.cast(slope, tf.float32).numpy().astype(np.float64)
+        with np.errstate(all="ignore"):
+            exact = np.where(exact_input > 0, SCALE, SCALE * ALPHA * np.exp(np.minimum(exact_input, 0)))
+        # Slopes whose float32 exp(x) is not subnormal (flushed to zero on the CPU).
+        normal = np.isfinite(exact_input) & (np.abs(exact_input) >= 1.2e-38) & (exact >= 1e-37)
+        error = np.abs(slope[normal] - exact[normal]) / bfloat16_ulp(exact[normal])
+        self.assertLessEqual(error.max(), 0.501)
+
+    def test_gradient_matches_the_float32_path(self):
+        rng = np.random.default_rng(0)
+        x = tf.constant(rng.normal(size=(4, 33, 8)) * 3, tf.bfloat16)
+        upstream = tf.constant(rng.normal(size=(4, 33, 8)), tf.bfloat16)
+
+        def gradient(fn):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = fn(x)
+            return tf.cast(tape.gradient(y, x, output_gradients=upstream), tf.float32)
+
+        fused = gradient(kernels.selu_bfloat16)
+        reference = gradient(lambda v: tf.cast(tf.nn.selu(tf.cast(v, tf.float32)), tf.bfloat16))
+        self.assertAllClose(fused, reference, rtol=8e-3, atol=1e-3)
+
+    def test_training_graph_uses_the_kernel_and_inference_does_not(self):
+        x = tf.zeros([2, 5, 4], tf.bfloat16)
+
+        def op_types(training):
+            graph = tf.function(lambda v: activate(v, "selu", training=training)) \
+                .get_concrete_function(x).graph
+            return {op.type for op in graph.get_operations()}
+
+        self.assertIn("BytenetSeluBfloat16", op_types(True))
+        self.assertNotIn("BytenetSeluBfloat16", op_types(False))
+        self.assertNotIn("BytenetSeluBfloat16", op_types(None))
+
+    def test_bfloat16_model_gradients_are_as_close_to_float32_as_the_cast_path(self):
+        tf.keras.utils.set_random_seed(0)
+        rng = np.random.default_rng(1)
+        inputs = {"source": tf.constant(rng.integers(4, 200, size=(3, 20)), tf.int32),
+                  "target": tf.constant(rng.integers(4, 200, size=(3, 21)), tf.int32)}
+        models = {dtype: zoo.build_model("bytenet_selu", hidden_size=32, num_stacks=1, dtype=dtype,
+                                         seed=0, dropout_rate=0.0)
+                  for dtype in ("float32", "mixed_bfloat16")}
+        for model in models.values():
+            model(inputs)
+        models["mixed_bfloat16"].set_weights(models["float32"].get_weights())
+
+        def gradients(model):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(model(inputs, training=True) ** 2)
+            return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
+
+        exact = gradients(models["float32"])
+        fused = gradients(models["mixed_bfloat16"])
+        original = kernels.fused_selu_available
+        kernels.fused_selu_available = lambda: False
+        try:
+            cast_path = gradients(models["mixed_bfloat16"])
+        finally:
+            kernels.fused_selu_available = original
+
+        def error(grads):
+            return float(tf.linalg.global_norm([g - e for g, e in zip(grads, exact)])
+                         / tf.linalg.global_norm(exact))
+
+        # Measured: 0.079 fused, 0.076 through the casts.
+        self.assertLess(error(fused), 0.15)
+        self.assertLess(error(fused), 1.5 * error(cast_path))
+
+
+class FallbackTest(unittest.TestCase):
+
+    def run_python(self, code, **env):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env},
+                                timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        return result
+
+    CODE = ("import tensorflow as tf\n"
+            "from bytenet_tf import kernels\n"
+            "from bytenet_tf.layers.residual_block import activate\n"
+            "print('library', kernels.library() is not None)\n"
+            "x = tf.constant([-1.0, 0.5], tf.bfloat16)\n"
+            "print('selu', activate(x, 'selu', training=True).numpy().astype(float).round(3).tolist())\n")
+
+    def test_switched_off(self):
+        result = self.run_python(self.CODE, BYTENET_TF_FUSED_KERNELS="0")
+        self.assertIn("library False", result.stdout)
+        self.assertIn("selu [-1.109, 0.523]", result.stdout)
+
+    def test_compiler_failure_warns_and_falls_back(self):
+        cache = self.enterContext(tempfile.TemporaryDirectory())
+        result = self.run_python(self.CODE, CXX="false", BYTENET_TF_CACHE=cache)
+        self.assertIn("library False", result.stdout)
+        self.assertIn("selu [-1.109, 0.523]", result.stdout)
+        self.assertIn("the fused bfloat16 SELU kernel is unavailable", result.stderr)
+        self.assertIn("compiler exited with 1", result.stderr)
+        self.assertEqual(os.listdir(cache), [], "a failed build leaves no file behind")
+
+
+if __name__ == "__main__":
+    tf.test.main()
