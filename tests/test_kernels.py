@@ -1,4 +1,4 @@
-"""bytenet_tf.kernels: the fused bfloat16 SELU, its gradient, its use in training, its fallback."""
+"""bytenet_tf.kernels: the fused SELU and dropout select, its gradient, its use in training, its fallback."""
 
 import os
 import shutil
@@ -11,7 +11,9 @@ import numpy as np
 import tensorflow as tf
 
 from bytenet_tf import kernels, zoo
-from bytenet_tf.layers.residual_block import activate
+from bytenet_tf.layers import AlphaDropout
+from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE
+from bytenet_tf.layers.residual_block import activate, activate_and_drop
 
 SCALE = 1.0507009873554804934193349852946
 ALPHA = 1.6732632423543772848170429916717
@@ -43,7 +45,7 @@ class FusedSeluTest(tf.test.TestCase):
         with np.errstate(all="ignore"):
             exact = np.where(exact_input > 0, SCALE * exact_input,
                              SCALE * ALPHA * np.expm1(np.minimum(exact_input, 0)))
-        got = tf.cast(kernels.selu_bfloat16(values), tf.float32).numpy().astype(np.float64)
+        got = tf.cast(kernels.selu(values), tf.float32).numpy().astype(np.float64)
         # Normal inputs and outputs in float32's range (the CPU flushes subnormals to zero).
         normal = (np.abs(exact_input) >= 1.2e-38) & (np.abs(exact) >= 1.2e-38) \
             & (np.abs(exact) <= 3.3e38)
@@ -52,7 +54,7 @@ class FusedSeluTest(tf.test.TestCase):
         self.assertLessEqual(error.max(), 0.501)
 
     def test_nan_and_infinities(self):
-        got = kernels.selu_bfloat16(tf.constant([np.nan, np.inf, -np.inf, 0.0], tf.bfloat16))
+        got = kernels.selu(tf.constant([np.nan, np.inf, -np.inf, 0.0], tf.bfloat16))
         got = tf.cast(got, tf.float32).numpy()
         self.assertTrue(np.isnan(got[0]))
         self.assertEqual(got[1], np.inf)
@@ -62,7 +64,7 @@ class FusedSeluTest(tf.test.TestCase):
         values, exact_input = every_bfloat16()
         with tf.GradientTape() as tape:
             tape.watch(values)
-            outputs = kernels.selu_bfloat16(values)
+            outputs = kernels.selu(values)
         slope = tape.gradient(outputs, values, output_gradients=tf.ones_like(values))
         slope = tf.cast(slope, tf.float32).numpy().astype(np.float64)
         with np.errstate(all="ignore"):
@@ -83,9 +85,70 @@ class FusedSeluTest(tf.test.TestCase):
                 y = fn(x)
             return tf.cast(tape.gradient(y, x, output_gradients=upstream), tf.float32)
 
-        fused = gradient(kernels.selu_bfloat16)
+        fused = gradient(kernels.selu)
         reference = gradient(lambda v: tf.cast(tf.nn.selu(tf.cast(v, tf.float32)), tf.bfloat16))
         self.assertAllClose(fused, reference, rtol=8e-3, atol=1e-3)
+
+    def test_float32_matches_tensorflow_and_float64(self):
+        x = np.concatenate([np.linspace(-90, 10, 200001), [-1e-7, -1e-30, 0.0, 1e-30]])
+        x = x.astype(np.float32).astype(np.float64)
+        got = kernels.selu(tf.constant(x, tf.float32)).numpy().astype(np.float64)
+        exact = np.where(x > 0, SCALE * x, SCALE * ALPHA * np.expm1(np.minimum(x, 0)))
+        relative = np.abs(got - exact) / np.maximum(np.abs(exact), 1e-30)
+        self.assertLess(relative[np.abs(exact) > 1e-37].max(), 1e-6)
+        self.assertAllClose(got, tf.nn.selu(tf.constant(x, tf.float32)), rtol=1e-6, atol=1e-7)
+        with tf.GradientTape() as tape:
+            features = tf.constant(x, tf.float32)
+            tape.watch(features)
+            outputs = kernels.selu(features)
+        slope = tape.gradient(outputs, features).numpy()
+        exact_slope = np.where(x > 0, SCALE, SCALE * ALPHA * np.exp(np.minimum(x, 0)))
+        self.assertAllClose(slope, exact_slope, rtol=1e-6, atol=1e-37)
+
+    def test_keep_mask_selects_and_blocks_the_gradient(self):
+        for dtype in (tf.float32, tf.bfloat16):
+            rng = np.random.default_rng(3)
+            x = tf.constant(rng.normal(size=(5, 7, 11)), dtype)
+            keep = tf.constant(rng.random(size=(5, 7, 11)) > 0.3)
+            upstream = tf.constant(rng.normal(size=(5, 7, 11)), dtype)
+            with tf.GradientTape(persistent=True) as tape:
+                tape.watch(x)
+                fused = kernels.selu(x, keep, dropped=-1.5)
+                reference = tf.where(keep, tf.cast(tf.nn.selu(tf.cast(x, tf.float32)), dtype),
+                                     tf.constant(-1.5, dtype))
+            self.assertAllClose(tf.cast(fused, tf.float32), tf.cast(reference, tf.float32),
+                                rtol=1e-2 if dtype == tf.bfloat16 else 1e-6)
+            got = tape.gradient(fused, x, output_gradients=upstream)
+            want = tape.gradient(reference, x, output_gradients=upstream)
+            self.assertAllClose(tf.cast(got, tf.float32), tf.cast(want, tf.float32),
+                                rtol=1e-2 if dtype == tf.bfloat16 else 1e-6)
+            self.assertTrue(np.all(tf.cast(got, tf.float32).numpy()[~keep.numpy()] == 0))
+
+    def test_keep_of_another_shape_is_rejected(self):
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "keep must be a scalar"):
+            kernels.selu(tf.zeros([2, 3]), tf.ones([3, 2], tf.bool))
+
+    def test_activate_and_drop_equals_drop_after_activate(self):
+        x = tf.constant(np.random.default_rng(4).normal(size=(3, 9, 16)), tf.float32)
+
+        def run(fused):
+            dropout = AlphaDropout(0.2, seed=7)
+            original = kernels.fused_selu_available
+            kernels.fused_selu_available = lambda: fused
+            try:
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    outputs, affine = activate_and_drop(x, "selu", dropout, training=True)
+                    loss = tf.reduce_sum(outputs * tf.range(16, dtype=tf.float32))
+            finally:
+                kernels.fused_selu_available = original
+            return outputs, affine, tape.gradient(loss, x)
+
+        fused, reference = run(True), run(False)
+        self.assertAllClose(fused[0], reference[0], rtol=1e-6, atol=1e-6)
+        self.assertAllClose(fused[1], reference[1])
+        self.assertAllClose(fused[2], reference[2], rtol=1e-5, atol=1e-6)
+        self.assertGreater(float(tf.reduce_mean(tf.cast(fused[0] == DROPPED_VALUE, tf.float32))), 0.1)
 
     def test_training_graph_uses_the_kernel_and_inference_does_not(self):
         x = tf.zeros([2, 5, 4], tf.bfloat16)
@@ -95,9 +158,9 @@ class FusedSeluTest(tf.test.TestCase):
                 .get_concrete_function(x).graph
             return {op.type for op in graph.get_operations()}
 
-        self.assertIn("BytenetSeluBfloat16", op_types(True))
-        self.assertNotIn("BytenetSeluBfloat16", op_types(False))
-        self.assertNotIn("BytenetSeluBfloat16", op_types(None))
+        self.assertIn("BytenetSelu", op_types(True))
+        self.assertNotIn("BytenetSelu", op_types(False))
+        self.assertNotIn("BytenetSelu", op_types(None))
 
     def test_bfloat16_model_gradients_are_as_close_to_float32_as_the_cast_path(self):
         tf.keras.utils.set_random_seed(0)
@@ -160,7 +223,7 @@ class FallbackTest(unittest.TestCase):
         result = self.run_python(self.CODE, CXX="false", BYTENET_TF_CACHE=cache)
         self.assertIn("library False", result.stdout)
         self.assertIn("selu [-1.109, 0.523]", result.stdout)
-        self.assertIn("the fused bfloat16 SELU kernel is unavailable", result.stderr)
+        self.assertIn("the fused SELU kernel is unavailable", result.stderr)
         self.assertIn("compiler exited with 1", result.stderr)
         self.assertEqual(os.listdir(cache), [], "a failed build leaves no file behind")
 

@@ -1,8 +1,9 @@
 """Fused CPU kernels, compiled for this machine on first use, with TensorFlow's ops as fallback.
 
 TensorFlow's pip build compiles its elementwise Eigen kernels for AVX only, so bfloat16
-elementwise ops are slow on CPU, and a bfloat16 SELU runs fastest as three float32 passes each
-way (cast, selu, cast). `selu_bfloat16.cc` does it in one pass each way. The first call of
+elementwise ops are slow on CPU: a bfloat16 SELU ran fastest as three float32 passes each way
+(cast, selu, cast), and AlphaDropout's select costs two more passes. `selu.cc` computes SELU and
+the dropout's select in one pass each way, in float32 or bfloat16. The first call of
 `library()` in a process compiles it with the C++ compiler (`$CXX`, else `g++`) and
 `tf.sysconfig`'s flags for this CPU (`-march=native`), into a cache keyed by the source, the
 TensorFlow version and the CPU, and loads it; this takes about 15 s once per machine. If
@@ -17,9 +18,9 @@ Environment:
     BYTENET_TF_CACHE: the cache directory (default `~/.cache/bytenet_tf`).
     CXX: the C++ compiler (default `g++`).
 
-Only training graphs use the kernels (`bytenet_tf.layers.residual_block.activate` with
-`training=True` on CPU): inference, decoding under XLA and exported SavedModels use TensorFlow's
-ops, so a SavedModel loads without this library.
+Only training graphs use the kernels (`activate` and `activate_and_drop` in
+`bytenet_tf.layers.residual_block`, with `training=True`, on CPU): inference, decoding under XLA
+and exported SavedModels use TensorFlow's ops, so a SavedModel loads without this library.
 """
 
 import hashlib
@@ -33,7 +34,7 @@ import threading
 
 import tensorflow as tf
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selu_bfloat16.cc")
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selu.cc")
 SWITCH = "BYTENET_TF_FUSED_KERNELS"
 
 _lock = threading.Lock()
@@ -65,7 +66,7 @@ def library_path():
                              + os.environ.get("CXX", "g++").encode()).hexdigest()[:16]
     root = os.environ.get("BYTENET_TF_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "bytenet_tf")
-    return os.path.join(root, f"selu_bfloat16_{key}.so")
+    return os.path.join(root, f"selu_{key}.so")
 
 
 def _compile(path):
@@ -75,7 +76,7 @@ def _compile(path):
     handle, partial = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
     os.close(handle)
     try:
-        logging.info("bytenet_tf: compiling the fused bfloat16 SELU kernel for this CPU "
+        logging.info("bytenet_tf: compiling the fused SELU kernel for this CPU "
                      "(once, about 15 s): %s", path)
         result = subprocess.run(_command(partial), capture_output=True, text=True, timeout=600)
         if result.returncode:
@@ -93,7 +94,7 @@ def library():
         if not _state["tried"]:
             _state["tried"] = True
             if os.environ.get(SWITCH, "1") == "0":
-                logging.info("bytenet_tf: %s=0; using TensorFlow's ops for bfloat16 SELU.", SWITCH)
+                logging.info("bytenet_tf: %s=0; using TensorFlow's ops for SELU.", SWITCH)
             else:
                 try:
                     path = library_path()
@@ -103,29 +104,33 @@ def library():
                 except (OSError, RuntimeError, subprocess.SubprocessError,
                         tf.errors.OpError) as error:
                     logging.warning(
-                        "bytenet_tf: the fused bfloat16 SELU kernel is unavailable (%s); "
-                        "training in mixed_bfloat16 uses TensorFlow's slower ops. Install a C++ "
+                        "bytenet_tf: the fused SELU kernel is unavailable (%s); training "
+                        "uses TensorFlow's slower ops. Install a C++ "
                         "compiler (g++) or set CXX, or set %s=0 to silence this.", error, SWITCH)
         return _state["library"]
 
 
 def fused_selu_available():
-    """True when a training graph may use `selu_bfloat16`: the library loads, no GPU is visible."""
+    """True when a training graph may use `selu`: the library loads and no GPU is visible."""
     return not tf.config.list_logical_devices("GPU") and library() is not None
 
 
-def selu_bfloat16(features):
-    """SELU of a bfloat16 tensor, one pass forward and one back (see `selu_bfloat16.cc`).
+def selu(features, keep=None, dropped=0.0):
+    """`where(keep, selu(features), dropped)` in one pass each way (see `selu.cc`).
 
-    Equal to `tf.cast(tf.nn.selu(tf.cast(features, tf.float32)), tf.bfloat16)` up to the
-    rounding of the last bit, and more exact near 0, where TensorFlow's `exp(x) - 1` cancels.
-    The gradient is computed from `features`, in float32, rounded once.
+    Without `keep`, equal to `tf.nn.selu` in float32, and to
+    `tf.cast(tf.nn.selu(tf.cast(features, tf.float32)), tf.bfloat16)` in bfloat16, up to the
+    rounding of the last bit; more exact near 0, where TensorFlow's `exp(x) - 1` cancels. The
+    gradient is `where(keep, upstream * selu'(features), 0)`, computed from `features` in
+    float32 and rounded once.
 
     Args:
-        features: bfloat16 tensor of any shape.
+        features: float32 or bfloat16 tensor of any shape.
+        keep: optional bool tensor of the shape of `features` (AlphaDropout's mask).
+        dropped: float, the value of units where `keep` is false.
 
     Returns:
-        bfloat16 tensor of the same shape.
+        Tensor of the shape and dtype of `features`.
 
     Raises:
         RuntimeError: if the library is unavailable (check `fused_selu_available()` first).
@@ -134,12 +139,13 @@ def selu_bfloat16(features):
     if ops is None:
         raise RuntimeError("The fused kernels are unavailable; see the warning logged by "
                            "bytenet_tf.kernels.library().")
+    keep = tf.constant(True) if keep is None else keep
 
     @tf.custom_gradient
     def forward(x):
         def grad(upstream):
-            return ops.bytenet_selu_bfloat16_grad(upstream, x)
+            return ops.bytenet_selu_grad(upstream, x, keep)
 
-        return ops.bytenet_selu_bfloat16(x), grad
+        return ops.bytenet_selu(x, keep, dropped=float(dropped)), grad
 
     return forward(features)

@@ -65,8 +65,11 @@ class AlphaDropout(keras.layers.Layer):
         self.supports_masking = True
         self.seed_generator = keras.random.SeedGenerator(seed) if rate > 0 else None
 
-    def _keep_mask(self, shape):
-        """Boolean mask of `shape`, true with probability `1 - rate` (in steps of 2**-16)."""
+    def keep_mask(self, shape):
+        """Boolean mask of `shape`, true with probability `1 - rate` (in steps of 2**-16).
+
+        Draws the next seed: each call gives a new mask.
+        """
         seed = self.seed_generator.next()
         seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
         size = tf.reduce_prod(shape)
@@ -102,7 +105,7 @@ class AlphaDropout(keras.layers.Layer):
         """
         if not training or self.rate == 0:
             return inputs, None
-        keep = self._keep_mask(tf.shape(inputs))
+        keep = self.keep_mask(tf.shape(inputs))
         return _select(inputs, keep, DROPPED_VALUE), alpha_dropout_affine(self.rate)
 
     def compute_output_shape(self, input_shape):

@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from bytenet_tf import kernels
-from bytenet_tf.layers.alpha_dropout import AlphaDropout
+from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, AlphaDropout, alpha_dropout_affine
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization, validate_normalization
 
@@ -16,19 +16,19 @@ ACTIVATIONS = ("relu", "selu")
 def activate(x, activation, dropout=None, training=None):
     """Applies `activation` (`relu` or `selu`), then `dropout` (a layer) if given.
 
-    A bfloat16 selu in training, on CPU, runs as `bytenet_tf.kernels.selu_bfloat16`, one pass
-    each way, when that kernel could be compiled here. Otherwise a bfloat16 selu and its
-    dropout run in float32 between two casts: on CPU, Eigen's bfloat16 elementwise ops are slow
-    (`Selu` and `SeluGrad` took 1.95 ms forward and backward on a 16 x 256 x 128 tensor, the
-    casts and float32 ops 1.04 ms). Either way the result is the same function, rounded to
-    bfloat16 once at the end. Inference always takes the second path, so exported SavedModels
-    hold TensorFlow's ops only.
+    A selu in training, on CPU, runs as `bytenet_tf.kernels.selu`, one pass each way, when that
+    kernel could be compiled here. Otherwise a bfloat16 selu and its dropout run in float32
+    between two casts: on CPU, Eigen's bfloat16 elementwise ops are slow (`Selu` and
+    `SeluGrad` took 1.95 ms forward and backward on a 16 x 256 x 128 tensor, the casts and
+    float32 ops 1.04 ms). Either way the result is the same function, rounded to bfloat16 once
+    at the end. Inference always takes TensorFlow's ops, so exported SavedModels hold no
+    custom op.
     """
     dtype = x.dtype
     if activation == "relu":
         x = tf.nn.relu(x)
-    elif dtype == tf.bfloat16 and training is True and kernels.fused_selu_available():
-        x = kernels.selu_bfloat16(x)
+    elif _fused(x, training):
+        x = kernels.selu(x)
     else:
         if dtype == tf.bfloat16:
             x = tf.cast(x, tf.float32)
@@ -36,6 +36,32 @@ def activate(x, activation, dropout=None, training=None):
     if dropout is not None:
         x = dropout(x, training=training)
     return tf.cast(x, dtype)
+
+
+def activate_and_drop(x, activation, dropout, training=None):
+    """`dropout.drop(activate(x, activation))`: AlphaDropout without its affine map.
+
+    With the fused kernel (see `activate`), selu and the dropout's select are one pass each
+    way: `bytenet_tf.kernels.selu(x, keep, DROPPED_VALUE)`.
+
+    Args:
+        x: tensor of shape `(..., channels)`.
+        activation: `selu` (or `relu`, which takes the unfused path).
+        dropout: an `AlphaDropout` layer.
+        training: bool.
+
+    Returns:
+        `(outputs, affine)` as `AlphaDropout.drop` returns them.
+    """
+    if activation == "selu" and _fused(x, training) and dropout.rate > 0:
+        keep = dropout.keep_mask(tf.shape(x))
+        return kernels.selu(x, keep, DROPPED_VALUE), alpha_dropout_affine(dropout.rate)
+    return dropout.drop(activate(x, activation, training=training), training=training)
+
+
+def _fused(x, training):
+    return (training is True and x.dtype in (tf.float32, tf.bfloat16)
+            and kernels.fused_selu_available())
 
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
@@ -170,7 +196,7 @@ class ResidualBlock(keras.layers.Layer):
         if isinstance(dropout, AlphaDropout) and self.convs[index].kernel_size == 1:
             # The width-1 convolution takes the dropout's affine map into its kernel and bias.
             # The select moves values only, so it runs after activate's cast back to bfloat16.
-            return dropout.drop(activate(x, self.activation, training=training), training=training)
+            return activate_and_drop(x, self.activation, dropout, training)
         return activate(x, self.activation, dropout, training), None
 
     def _residual(self, inputs, branch):
