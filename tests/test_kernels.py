@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from bytenet_tf import kernels, zoo
 from bytenet_tf.layers import AlphaDropout
-from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE
+from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
 from bytenet_tf.layers.residual_block import activate, activate_and_drop
 
 SCALE = 1.0507009873554804934193349852946
@@ -105,31 +105,58 @@ class FusedSeluTest(tf.test.TestCase):
         exact_slope = np.where(x > 0, SCALE, SCALE * ALPHA * np.exp(np.minimum(x, 0)))
         self.assertAllClose(slope, exact_slope, rtol=1e-6, atol=1e-37)
 
-    def test_keep_mask_selects_and_blocks_the_gradient(self):
+    def test_dropout_drops_at_the_rate_independently_and_reproducibly(self):
+        rate = 0.1
+        threshold = AlphaDropout(rate).threshold
+        x = tf.ones([64, 256, 128])
+
+        def dropped(seed):
+            return kernels.selu(x, tf.constant(seed, tf.int32), threshold, -9.0).numpy() == -9.0
+
+        first = dropped([1, 2])
+        units = first.size
+        sigma = (rate * (1 - rate) / units) ** 0.5
+        self.assertLess(abs(first.mean() - rate), 5 * sigma)
+        flat = first.reshape(-1)
+        # The two units of one hash word, and neighbours across words, drop independently.
+        for a, b in ((flat[0::2], flat[1::2]), (flat[1:-1:2], flat[2::2])):
+            self.assertLess(abs((a & b).mean() - rate ** 2), 5 * (rate ** 2 / a.size) ** 0.5)
+        np.testing.assert_array_equal(first, dropped([1, 2]))
+        for other in ([1, 3], [2, 2], [0, 0]):
+            both = (first & dropped(other)).mean()
+            self.assertLess(abs(both - rate ** 2), 5 * (rate ** 2 / units) ** 0.5, other)
+
+    def test_dropout_gradient_is_zero_on_the_dropped_units_only(self):
         for dtype in (tf.float32, tf.bfloat16):
             rng = np.random.default_rng(3)
-            x = tf.constant(rng.normal(size=(5, 7, 11)), dtype)
-            keep = tf.constant(rng.random(size=(5, 7, 11)) > 0.3)
+            x = tf.constant(rng.uniform(-3, 3, size=(5, 7, 11)), dtype)
             upstream = tf.constant(rng.normal(size=(5, 7, 11)), dtype)
+            seed = tf.constant([5, 6], tf.int32)
             with tf.GradientTape(persistent=True) as tape:
                 tape.watch(x)
-                fused = kernels.selu(x, keep, dropped=-1.5)
-                reference = tf.where(keep, tf.cast(tf.nn.selu(tf.cast(x, tf.float32)), dtype),
-                                     tf.constant(-1.5, dtype))
-            self.assertAllClose(tf.cast(fused, tf.float32), tf.cast(reference, tf.float32),
-                                rtol=1e-2 if dtype == tf.bfloat16 else 1e-6)
-            got = tape.gradient(fused, x, output_gradients=upstream)
-            want = tape.gradient(reference, x, output_gradients=upstream)
-            self.assertAllClose(tf.cast(got, tf.float32), tf.cast(want, tf.float32),
-                                rtol=1e-2 if dtype == tf.bfloat16 else 1e-6)
-            self.assertTrue(np.all(tf.cast(got, tf.float32).numpy()[~keep.numpy()] == 0))
+                fused = kernels.selu(x, seed, threshold=20000, dropped=-9.0)
+                plain = tf.cast(tf.nn.selu(tf.cast(x, tf.float32)), dtype)
+            drop = tf.cast(fused, tf.float32).numpy() == -9.0
+            self.assertTrue(0.15 < drop.mean() < 0.45)
+            tolerance = {"rtol": 1e-2} if dtype == tf.bfloat16 else {"rtol": 1e-6}
+            self.assertAllClose(tf.cast(fused, tf.float32).numpy()[~drop],
+                                tf.cast(plain, tf.float32).numpy()[~drop], **tolerance)
+            got = tf.cast(tape.gradient(fused, x, output_gradients=upstream), tf.float32).numpy()
+            want = tf.cast(tape.gradient(plain, x, output_gradients=upstream), tf.float32).numpy()
+            self.assertTrue(np.all(got[drop] == 0))
+            self.assertAllClose(got[~drop], want[~drop], **tolerance)
 
-    def test_keep_of_another_shape_is_rejected(self):
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "keep must be a scalar"):
-            kernels.selu(tf.zeros([2, 3]), tf.ones([3, 2], tf.bool))
+    def test_bad_seed_and_threshold_name_the_value(self):
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "seed must have shape"):
+            kernels.selu(tf.zeros([2, 3]), tf.zeros([3], tf.int32), threshold=5)
+        with self.assertRaisesRegex(ValueError, "threshold=70000"):
+            kernels.selu(tf.zeros([2, 3]), tf.zeros([2], tf.int32), threshold=70000)
+        with self.assertRaisesRegex(ValueError, "needs a `seed`"):
+            kernels.selu(tf.zeros([2, 3]), threshold=5)
 
-    def test_activate_and_drop_equals_drop_after_activate(self):
-        x = tf.constant(np.random.default_rng(4).normal(size=(3, 9, 16)), tf.float32)
+    def test_activate_and_drop_agrees_with_drop_after_activate(self):
+        # The two paths draw different units (hash vs Philox) but the same function of them.
+        x = tf.constant(np.random.default_rng(4).uniform(-3, 3, size=(8, 64, 32)), tf.float32)
 
         def run(fused):
             dropout = AlphaDropout(0.2, seed=7)
@@ -139,16 +166,17 @@ class FusedSeluTest(tf.test.TestCase):
                 with tf.GradientTape() as tape:
                     tape.watch(x)
                     outputs, affine = activate_and_drop(x, "selu", dropout, training=True)
-                    loss = tf.reduce_sum(outputs * tf.range(16, dtype=tf.float32))
             finally:
                 kernels.fused_selu_available = original
-            return outputs, affine, tape.gradient(loss, x)
+            return outputs.numpy(), affine, tape.gradient(outputs, x).numpy()
 
-        fused, reference = run(True), run(False)
-        self.assertAllClose(fused[0], reference[0], rtol=1e-6, atol=1e-6)
-        self.assertAllClose(fused[1], reference[1])
-        self.assertAllClose(fused[2], reference[2], rtol=1e-5, atol=1e-6)
-        self.assertGreater(float(tf.reduce_mean(tf.cast(fused[0] == DROPPED_VALUE, tf.float32))), 0.1)
+        for outputs, affine, gradient in (run(True), run(False)):
+            drop = outputs == DROPPED_VALUE
+            self.assertAlmostEqual(drop.mean(), 0.2, delta=0.02)
+            self.assertAllClose(outputs[~drop], tf.nn.selu(x).numpy()[~drop], rtol=1e-6)
+            self.assertTrue(np.all(gradient[drop] == 0))
+            self.assertAllClose(affine, alpha_dropout_affine(0.2))
+        self.assertFalse(np.array_equal(run(True)[0] == DROPPED_VALUE, run(False)[0] == DROPPED_VALUE))
 
     def test_training_graph_uses_the_kernel_and_inference_does_not(self):
         x = tf.zeros([2, 5, 4], tf.bfloat16)

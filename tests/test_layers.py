@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
+from bytenet_tf import kernels
 from bytenet_tf.layers import AlphaDropout, DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
 from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
 from bytenet_tf.layers.dilated_conv1d import dense, dilated_convolution
@@ -298,7 +299,18 @@ class AlphaDropoutTest(tf.test.TestCase):
 
     def test_selu_block_in_training_equals_dropout_then_convolution(self):
         # The block folds AlphaDropout's affine map into conv_out; the result must equal the
-        # plain sequence selu -> conv -> selu -> conv -> selu -> dropout -> conv -> residual.
+        # plain sequence selu -> conv -> selu -> conv -> selu -> dropout -> conv -> residual,
+        # with TensorFlow's ops and with the fused kernel (whose dropout draws its own bits).
+        for fused in (False, True) if kernels.library() is not None else (False,):
+            with self.subTest(fused=fused):
+                original = kernels.fused_selu_available
+                kernels.fused_selu_available = lambda: fused
+                try:
+                    self._check_block_equals_dropout_then_convolution(fused)
+                finally:
+                    kernels.fused_selu_available = original
+
+    def _check_block_equals_dropout_then_convolution(self, fused):
         x = tf.random.stateless_normal([2, 11, 8], seed=[6, 7])
         folded = ResidualBlock(8, dilation_rate=2, causal=True, activation="selu",
                                normalization="none", dropout_rate=0.3, normalize_residual=True,
@@ -310,14 +322,20 @@ class AlphaDropoutTest(tf.test.TestCase):
         for conv in plain.convs:
             conv.bias.assign(tf.random.stateless_normal(conv.bias.shape, seed=[1, 1]))
         folded.set_weights(plain.get_weights())
+        a, b = alpha_dropout_affine(0.3)
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(x)
             got = folded(x, training=True)
             h = x
             for conv in plain.convs:
-                h = tf.nn.selu(h)
-                if conv is plain.convs[-1]:
-                    h = plain.dropout(h, training=True)
+                if conv is not plain.convs[-1]:
+                    h = tf.nn.selu(h)
+                elif fused:
+                    dropout = plain.dropout
+                    h = a * kernels.selu(h, dropout.next_seed(), dropout.threshold,
+                                         DROPPED_VALUE) + b
+                else:
+                    h = plain.dropout(tf.nn.selu(h), training=True)
                 h = conv(h)
             want = (x + 0.5 * h) / np.sqrt(1.25)
         self.assertAllClose(got, want, atol=1e-5)

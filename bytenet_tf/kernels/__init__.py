@@ -115,37 +115,48 @@ def fused_selu_available():
     return not tf.config.list_logical_devices("GPU") and library() is not None
 
 
-def selu(features, keep=None, dropped=0.0):
-    """`where(keep, selu(features), dropped)` in one pass each way (see `selu.cc`).
+def selu(features, seed=None, threshold=0, dropped=0.0):
+    """SELU, then units dropped to `dropped` at random, in one pass each way (see `selu.cc`).
 
-    Without `keep`, equal to `tf.nn.selu` in float32, and to
+    Without dropout (`threshold=0`), equal to `tf.nn.selu` in float32, and to
     `tf.cast(tf.nn.selu(tf.cast(features, tf.float32)), tf.bfloat16)` in bfloat16, up to the
-    rounding of the last bit; more exact near 0, where TensorFlow's `exp(x) - 1` cancels. The
-    gradient is `where(keep, upstream * selu'(features), 0)`, computed from `features` in
-    float32 and rounded once.
+    rounding of the last bit; more exact near 0, where TensorFlow's `exp(x) - 1` cancels.
+    With dropout, unit `i` is dropped when its 16 random bits, a counter-based hash of `seed`
+    and `i`, are below `threshold`: with probability `threshold / 2**16`, the same quantization
+    as `AlphaDropout`'s TensorFlow path, though not the same bits (that path draws Philox
+    numbers). The gradient is `upstream * selu'(features)` on kept units and 0 on dropped ones,
+    from the same bits (no mask is stored), computed in float32 and rounded once.
 
     Args:
         features: float32 or bfloat16 tensor of any shape.
-        keep: optional bool tensor of the shape of `features` (AlphaDropout's mask).
-        dropped: float, the value of units where `keep` is false.
+        seed: int32 tensor of shape `[2]`; needed when `threshold > 0`.
+        threshold: int in [0, 65535]; 0 keeps every unit.
+        dropped: float, the value of dropped units.
 
     Returns:
         Tensor of the shape and dtype of `features`.
 
     Raises:
         RuntimeError: if the library is unavailable (check `fused_selu_available()` first).
+        ValueError: if `threshold > 0` and no seed is given, or `threshold` is out of range.
     """
     ops = library()
     if ops is None:
         raise RuntimeError("The fused kernels are unavailable; see the warning logged by "
                            "bytenet_tf.kernels.library().")
-    keep = tf.constant(True) if keep is None else keep
+    if not 0 <= threshold <= 0xFFFF:
+        raise ValueError(f"`threshold` must be in [0, 65535]. Received: threshold={threshold!r}")
+    if seed is None:
+        if threshold:
+            raise ValueError("Dropout (threshold > 0) needs a `seed` of shape [2].")
+        seed = tf.zeros([2], tf.int32)
+    attrs = {"threshold": int(threshold), "dropped": float(dropped)}
 
     @tf.custom_gradient
     def forward(x):
         def grad(upstream):
-            return ops.bytenet_selu_grad(upstream, x, keep)
+            return ops.bytenet_selu_grad(upstream, x, seed, **attrs)
 
-        return ops.bytenet_selu(x, keep, dropped=float(dropped)), grad
+        return ops.bytenet_selu(x, seed, **attrs), grad
 
     return forward(features)

@@ -1,18 +1,20 @@
-// SELU and AlphaDropout's select for the CPU, in one pass each way, in float32 or bfloat16.
+// SELU and AlphaDropout for the CPU, in one pass each way, in float32 or bfloat16.
 //
 // TensorFlow's pip build compiles its Eigen kernels for AVX only: its bfloat16 elementwise ops
 // convert element by element, so a bfloat16 SELU ran fastest as three float32 passes each way
-// (cast, selu, cast), and the dropout's select and its gradient are two more passes. These
-// ops read the input once, compute in float32 registers (AVX-512 where the CPU has it) and
-// write once, rounding a bfloat16 result once, to nearest even. bytenet_tf/kernels/__init__.py
-// compiles this file for the machine it runs on (-march=native) and falls back to
-// TensorFlow's ops when it cannot.
+// (cast, selu, cast); the dropout's random numbers (Philox, one thread), its comparison and its
+// select forward and back were five passes more. These ops read the input once, compute in
+// float32 registers (AVX-512 where the CPU has it), draw the dropout's random bits from a
+// counter-based hash of (seed, unit index) in the same pass, and write once, rounding a
+// bfloat16 result once, to nearest even. bytenet_tf/kernels/__init__.py compiles this file for
+// the machine it runs on (-march=native) and falls back to TensorFlow's ops when it cannot.
 //
-//   BytenetSelu(x, keep) = keep ? scale * (x > 0 ? x : alpha * expm1(x)) : dropped
-//   BytenetSeluGrad(dy, x, keep) = keep ? dy * (x > 0 ? scale : scale * alpha * exp(x)) : 0
-// `keep` is a bool tensor of the shape of `x`, or a scalar for all units. The gradient reads
-// the input `x`, not the output as TensorFlow's SeluGrad does: the slope `y + scale * alpha`
-// of a bfloat16 `y` loses all precision where SELU saturates.
+//   BytenetSelu(x, seed) = keep ? scale * (x > 0 ? x : alpha * expm1(x)) : dropped
+//   BytenetSeluGrad(dy, x, seed) = keep ? dy * (x > 0 ? scale : scale * alpha * exp(x)) : 0
+//   keep = UnitBits(seed, i) >= threshold, 16 random bits per unit; threshold 0 keeps all.
+// The gradient draws the same bits from the same seed, so no mask is stored. It reads the input
+// `x`, not the output as TensorFlow's SeluGrad does: the slope `y + scale * alpha` of a
+// bfloat16 `y` loses all precision where SELU saturates.
 
 #include <cmath>
 #include <cstdint>
@@ -120,9 +122,34 @@ inline float SeluSlope(float v) {
   return v > 0.0f ? kScale : negative;
 }
 
-// `keep ? value : other` as bit operations on 32-bit words: GCC 12 does not vectorize a float
-// select on a bool array.
-inline float Choose(uint8_t keep, float value, float other) {
+// MurmurHash3's 32-bit finalizer: a bijection whose output bits each depend on all input bits.
+inline uint32_t Mix(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+// The dropout of one op call: units whose 16 random bits are below `threshold` are dropped.
+struct Dropout {
+  uint32_t key0 = 0, key1 = 0;
+  uint32_t threshold = 0;  // 0: keep every unit.
+  float dropped = 0.0f;
+};
+
+// 16 random bits for unit `i`: the two halves of one 32-bit hash of (seed, i / 2), as
+// AlphaDropout's TensorFlow path splits one 32-bit Philox number between two units.
+inline uint32_t UnitBits(const Dropout& dropout, int64_t i) {
+  const uint64_t word = static_cast<uint64_t>(i) >> 1;
+  const uint32_t h = Mix(Mix(static_cast<uint32_t>(word) ^ dropout.key0) ^ dropout.key1
+                         ^ static_cast<uint32_t>(word >> 32));
+  return (i & 1) ? (h >> 16) : (h & 0xFFFFu);
+}
+
+// `keep ? value : other` as bit operations on 32-bit words, which GCC 12 vectorizes.
+inline float Choose(bool keep, float value, float other) {
   const uint32_t mask = 0u - static_cast<uint32_t>(keep);
   uint32_t a, b;
   std::memcpy(&a, &value, sizeof(a));
@@ -134,53 +161,53 @@ inline float Choose(uint8_t keep, float value, float other) {
 }
 
 // The loops, on restrict pointers and with unconditional loads, so that they vectorize.
-// `keep` null: every unit is kept if `all`, else dropped.
 template <typename In, typename Out>
-void SeluRange(const In* __restrict x, const uint8_t* __restrict keep, bool all, float dropped,
-               Out* __restrict y, int64_t begin, int64_t end) {
-  if (keep == nullptr && all) {
+void SeluRange(const In* __restrict x, const Dropout dropout, Out* __restrict y, int64_t begin,
+               int64_t end) {
+  if (dropout.threshold == 0) {
     for (int64_t i = begin; i < end; ++i) Store(y, i, Selu(Load(x, i)));
-  } else if (keep == nullptr) {
-    for (int64_t i = begin; i < end; ++i) Store(y, i, dropped);
   } else {
     for (int64_t i = begin; i < end; ++i) {
       const float value = Selu(Load(x, i));
-      Store(y, i, Choose(keep[i], value, dropped));
+      Store(y, i, Choose(UnitBits(dropout, i) >= dropout.threshold, value, dropout.dropped));
     }
   }
 }
 
 template <typename In, typename Out>
-void SeluGradRange(const In* __restrict dy, const In* __restrict x, const uint8_t* __restrict keep,
-                   bool all, Out* __restrict dx, int64_t begin, int64_t end) {
-  if (keep == nullptr && all) {
+void SeluGradRange(const In* __restrict dy, const In* __restrict x, const Dropout dropout,
+                   Out* __restrict dx, int64_t begin, int64_t end) {
+  if (dropout.threshold == 0) {
     for (int64_t i = begin; i < end; ++i) Store(dx, i, Load(dy, i) * SeluSlope(Load(x, i)));
-  } else if (keep == nullptr) {
-    for (int64_t i = begin; i < end; ++i) Store(dx, i, 0.0f);
   } else {
     for (int64_t i = begin; i < end; ++i) {
       const float value = Load(dy, i) * SeluSlope(Load(x, i));
-      Store(dx, i, Choose(keep[i], value, 0.0f));
+      Store(dx, i, Choose(UnitBits(dropout, i) >= dropout.threshold, value, 0.0f));
     }
   }
 }
 
-// The mask of `keep`: nullptr when it is a scalar (then `*all` holds its value).
-::tensorflow::Status KeepMask(const Tensor& keep, const Tensor& like, const uint8_t** mask,
-                              bool* all) {
-  if (keep.NumElements() == 1 && keep.dims() == 0) {
-    *mask = nullptr;
-    *all = keep.scalar<bool>()();
-    return ::tensorflow::OkStatus();
+// Reads the attributes `threshold` and `dropped`.
+::tensorflow::Status ReadDropout(OpKernelConstruction* context, Dropout* dropout) {
+  int threshold = 0;
+  TF_RETURN_IF_ERROR(context->GetAttr("threshold", &threshold));
+  TF_RETURN_IF_ERROR(context->GetAttr("dropped", &dropout->dropped));
+  if (threshold < 0 || threshold > 0xFFFF) {
+    return ::tensorflow::errors::InvalidArgument("threshold must be in [0, 65535]; got ", threshold);
   }
-  if (keep.shape() != like.shape()) {
-    return ::tensorflow::errors::InvalidArgument(
-        "keep must be a scalar or have the shape of the features; got ", keep.shape().DebugString(),
-        " and ", like.shape().DebugString());
+  dropout->threshold = static_cast<uint32_t>(threshold);
+  return ::tensorflow::OkStatus();
+}
+
+// The call's keys, from the int32 seed of shape [2].
+::tensorflow::Status ReadSeed(const Tensor& seed, Dropout* dropout) {
+  if (seed.dims() != 1 || seed.NumElements() != 2) {
+    return ::tensorflow::errors::InvalidArgument("seed must have shape [2]; got ",
+                                                 seed.shape().DebugString());
   }
-  // A bool is one byte, 0 or 1.
-  *mask = reinterpret_cast<const uint8_t*>(keep.flat<bool>().data());
-  *all = true;
+  const auto values = seed.flat<int32_t>();
+  dropout->key0 = Mix(static_cast<uint32_t>(values(0)) ^ 0x9E3779B9u);
+  dropout->key1 = Mix(static_cast<uint32_t>(values(1)) ^ 0x7F4A7C15u);
   return ::tensorflow::OkStatus();
 }
 
@@ -188,32 +215,32 @@ template <typename T>
 class SeluOp : public OpKernel {
  public:
   explicit SeluOp(OpKernelConstruction* context) : OpKernel(context) {
-    OP_REQUIRES_OK(context, context->GetAttr("dropped", &dropped_));
+    OP_REQUIRES_OK(context, ReadDropout(context, &dropout_));
   }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& input = context->input(0);
-    const uint8_t* keep = nullptr;
-    bool all = true;
-    OP_REQUIRES_OK(context, KeepMask(context->input(1), input, &keep, &all));
+    Dropout dropout = dropout_;
+    OP_REQUIRES_OK(context, ReadSeed(context->input(1), &dropout));
     Tensor* output = nullptr;
     OP_REQUIRES_OK(context, context->forward_input_or_allocate_output({0}, 0, input.shape(), &output));
     const auto* x = In<T>(input);
     auto* y = Out<T>(output);
-    const float dropped = dropped_;
     ParallelFor(context, input.NumElements(), [=](int64_t begin, int64_t end) {
-      SeluRange(x, keep, all, dropped, y, begin, end);
+      SeluRange(x, dropout, y, begin, end);
     });
   }
 
  private:
-  float dropped_;
+  Dropout dropout_;
 };
 
 template <typename T>
 class SeluGradOp : public OpKernel {
  public:
-  explicit SeluGradOp(OpKernelConstruction* context) : OpKernel(context) {}
+  explicit SeluGradOp(OpKernelConstruction* context) : OpKernel(context) {
+    OP_REQUIRES_OK(context, ReadDropout(context, &dropout_));
+  }
 
   void Compute(OpKernelContext* context) override {
     const Tensor& upstream = context->input(0);
@@ -222,36 +249,41 @@ class SeluGradOp : public OpKernel {
                 ::tensorflow::errors::InvalidArgument(
                     "BytenetSeluGrad: gradients and features must have one shape; got ",
                     upstream.shape().DebugString(), " and ", features.shape().DebugString()));
-    const uint8_t* keep = nullptr;
-    bool all = true;
-    OP_REQUIRES_OK(context, KeepMask(context->input(2), features, &keep, &all));
+    Dropout dropout = dropout_;
+    OP_REQUIRES_OK(context, ReadSeed(context->input(2), &dropout));
     Tensor* output = nullptr;
     OP_REQUIRES_OK(context, context->forward_input_or_allocate_output({0}, 0, upstream.shape(), &output));
     const auto* dy = In<T>(upstream);
     const auto* x = In<T>(features);
     auto* dx = Out<T>(output);
     ParallelFor(context, upstream.NumElements(), [=](int64_t begin, int64_t end) {
-      SeluGradRange(dy, x, keep, all, dx, begin, end);
+      SeluGradRange(dy, x, dropout, dx, begin, end);
     });
   }
+
+ private:
+  Dropout dropout_;
 };
 
 }  // namespace
 
 REGISTER_OP("BytenetSelu")
     .Input("features: T")
-    .Input("keep: bool")
+    .Input("seed: int32")
     .Output("activations: T")
     .Attr("T: {float, bfloat16}")
+    .Attr("threshold: int = 0")
     .Attr("dropped: float = 0.0")
     .SetShapeFn(::tensorflow::shape_inference::UnchangedShape);
 
 REGISTER_OP("BytenetSeluGrad")
     .Input("gradients: T")
     .Input("features: T")
-    .Input("keep: bool")
+    .Input("seed: int32")
     .Output("backprops: T")
     .Attr("T: {float, bfloat16}")
+    .Attr("threshold: int = 0")
+    .Attr("dropped: float = 0.0")
     .SetShapeFn(::tensorflow::shape_inference::UnchangedShape);
 
 #define REGISTER(T)                                                                            \

@@ -65,19 +65,25 @@ class AlphaDropout(keras.layers.Layer):
         self.supports_masking = True
         self.seed_generator = keras.random.SeedGenerator(seed) if rate > 0 else None
 
+    @property
+    def threshold(self):
+        """Units whose 16 random bits are below this are dropped: `round(rate * 2**16)`."""
+        return min(round(self.rate * _RANDOM_LEVELS), _RANDOM_LEVELS - 1)
+
+    def next_seed(self):
+        """The next int32 seed of shape `[2]` from the layer's seed generator."""
+        return tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
+
     def keep_mask(self, shape):
         """Boolean mask of `shape`, true with probability `1 - rate` (in steps of 2**-16).
 
         Draws the next seed: each call gives a new mask.
         """
-        seed = self.seed_generator.next()
-        seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
         size = tf.reduce_prod(shape)
-        words = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None,
-                                            dtype=tf.uint32)
+        words = tf.random.stateless_uniform([(size + 1) // 2], self.next_seed(), minval=None,
+                                            maxval=None, dtype=tf.uint32)
         halves = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:size]
-        threshold = tf.constant(round(self.rate * _RANDOM_LEVELS), tf.uint16)
-        return tf.reshape(halves >= threshold, shape)
+        return tf.reshape(halves >= tf.constant(self.threshold, tf.uint16), shape)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:

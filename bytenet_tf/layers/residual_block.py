@@ -41,8 +41,11 @@ def activate(x, activation, dropout=None, training=None):
 def activate_and_drop(x, activation, dropout, training=None):
     """`dropout.drop(activate(x, activation))`: AlphaDropout without its affine map.
 
-    With the fused kernel (see `activate`), selu and the dropout's select are one pass each
-    way: `bytenet_tf.kernels.selu(x, keep, DROPPED_VALUE)`.
+    With the fused kernel (see `activate`), selu and the whole dropout are one pass each way:
+    `bytenet_tf.kernels.selu` draws the dropout's random bits itself, from the layer's next
+    seed. Those are not the bits of `AlphaDropout.keep_mask` (Philox), so the two paths drop
+    different units from the same seed, each with probability `rate` (quantized to 2**-16)
+    and each reproducible.
 
     Args:
         x: tensor of shape `(..., channels)`.
@@ -54,8 +57,8 @@ def activate_and_drop(x, activation, dropout, training=None):
         `(outputs, affine)` as `AlphaDropout.drop` returns them.
     """
     if activation == "selu" and _fused(x, training) and dropout.rate > 0:
-        keep = dropout.keep_mask(tf.shape(x))
-        return kernels.selu(x, keep, DROPPED_VALUE), alpha_dropout_affine(dropout.rate)
+        outputs = kernels.selu(x, dropout.next_seed(), dropout.threshold, DROPPED_VALUE)
+        return outputs, alpha_dropout_affine(dropout.rate)
     return dropout.drop(activate(x, activation, training=training), training=training)
 
 
