@@ -211,12 +211,21 @@ void SeluGradRange(const In* __restrict dy, const In* __restrict x, const Dropou
   return ::tensorflow::OkStatus();
 }
 
-template <typename T>
-class SeluOp : public OpKernel {
+// Both ops: the dropout attributes, read once per kernel.
+class DropoutKernel : public OpKernel {
  public:
-  explicit SeluOp(OpKernelConstruction* context) : OpKernel(context) {
+  explicit DropoutKernel(OpKernelConstruction* context) : OpKernel(context) {
     OP_REQUIRES_OK(context, ReadDropout(context, &dropout_));
   }
+
+ protected:
+  Dropout dropout_;
+};
+
+template <typename T>
+class SeluOp : public DropoutKernel {
+ public:
+  using DropoutKernel::DropoutKernel;
 
   void Compute(OpKernelContext* context) override {
     const Tensor& input = context->input(0);
@@ -230,17 +239,12 @@ class SeluOp : public OpKernel {
       SeluRange(x, dropout, y, begin, end);
     });
   }
-
- private:
-  Dropout dropout_;
 };
 
 template <typename T>
-class SeluGradOp : public OpKernel {
+class SeluGradOp : public DropoutKernel {
  public:
-  explicit SeluGradOp(OpKernelConstruction* context) : OpKernel(context) {
-    OP_REQUIRES_OK(context, ReadDropout(context, &dropout_));
-  }
+  using DropoutKernel::DropoutKernel;
 
   void Compute(OpKernelContext* context) override {
     const Tensor& upstream = context->input(0);
@@ -260,9 +264,6 @@ class SeluGradOp : public OpKernel {
       SeluGradRange(dy, x, dropout, dx, begin, end);
     });
   }
-
- private:
-  Dropout dropout_;
 };
 
 }  // namespace
