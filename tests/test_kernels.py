@@ -225,6 +225,19 @@ class FusedSeluTest(tf.test.TestCase):
         self.assertLess(error(fused), 1.5 * error(cast_path))
 
 
+class AvailabilityTest(unittest.TestCase):
+
+    def test_not_used_when_an_accelerator_is_visible(self):
+        original = tf.config.list_logical_devices
+        for kind in ("GPU", "TPU"):
+            tf.config.list_logical_devices = \
+                lambda device_type=None, kind=kind: ["fake"] if device_type == kind else []
+            try:
+                self.assertFalse(kernels.fused_selu_available(), kind)
+            finally:
+                tf.config.list_logical_devices = original
+
+
 class FallbackTest(unittest.TestCase):
 
     def run_python(self, code, **env):

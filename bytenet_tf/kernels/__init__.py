@@ -114,8 +114,14 @@ def library():
 
 
 def fused_selu_available():
-    """True when a training graph may use `selu`: the library loads and no GPU is visible."""
-    return not tf.config.list_logical_devices("GPU") and library() is not None
+    """True when a training graph may use `selu`: the library loads, no GPU or TPU is visible.
+
+    The op has CPU kernels only, and no XLA lowering: a training step compiled with
+    `jit_compile=True` (bytenet-train never compiles one) needs `BYTENET_TF_FUSED_KERNELS=0`.
+    """
+    if tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"):
+        return False
+    return library() is not None
 
 
 def selu(features, seed=None, threshold=0, dropped=0.0):
