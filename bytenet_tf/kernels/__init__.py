@@ -27,7 +27,6 @@ and exported SavedModels use TensorFlow's ops, so a SavedModel loads without thi
 """
 
 import hashlib
-from absl import logging
 import os
 import platform
 import shlex
@@ -36,6 +35,7 @@ import tempfile
 import threading
 
 import tensorflow as tf
+from absl import logging
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "selu.cc")
 SWITCH = "BYTENET_TF_FUSED_KERNELS"
@@ -54,9 +54,12 @@ def _cpu_signature():
         return platform.processor() + platform.machine()
 
 
+def _compiler():
+    return os.environ.get("CXX", "g++")
+
+
 def _command(output):
-    compiler = os.environ.get("CXX", "g++")
-    return (shlex.split(compiler) + ["-shared", "-fPIC", "-O3", "-march=native", "-w",
+    return (shlex.split(_compiler()) + ["-shared", "-fPIC", "-O3", "-march=native", "-w",
                                      "-fno-math-errno", "-fno-trapping-math"]
             + tf.sysconfig.get_compile_flags() + [SOURCE, "-o", output]
             + tf.sysconfig.get_link_flags())
@@ -66,7 +69,7 @@ def library_path():
     """Where the compiled library for this source, TensorFlow and CPU is cached."""
     with open(SOURCE, "rb") as f:
         key = hashlib.sha256(f.read() + tf.__version__.encode() + _cpu_signature().encode()
-                             + os.environ.get("CXX", "g++").encode()).hexdigest()[:16]
+                             + _compiler().encode()).hexdigest()[:16]
     root = os.environ.get("BYTENET_TF_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "bytenet_tf")
     return os.path.join(root, f"selu_{key}.so")

@@ -211,7 +211,7 @@ void SeluGradRange(const In* __restrict dy, const In* __restrict x, const Dropou
   return ::tensorflow::OkStatus();
 }
 
-// Both ops: the dropout attributes, read once per kernel.
+// Both ops: the dropout attributes, read once per kernel, and the per-call setup.
 class DropoutKernel : public OpKernel {
  public:
   explicit DropoutKernel(OpKernelConstruction* context) : OpKernel(context) {
@@ -219,6 +219,16 @@ class DropoutKernel : public OpKernel {
   }
 
  protected:
+  // This call's dropout (its seed is input `seed_input`) and an output shaped like input 0,
+  // which may reuse input 0's buffer.
+  ::tensorflow::Status Prepare(OpKernelContext* context, int seed_input, Dropout* dropout,
+                               Tensor** output) {
+    *dropout = dropout_;
+    TF_RETURN_IF_ERROR(ReadSeed(context->input(seed_input), dropout));
+    return context->forward_input_or_allocate_output({0}, 0, context->input(0).shape(), output);
+  }
+
+ private:
   Dropout dropout_;
 };
 
@@ -229,10 +239,9 @@ class SeluOp : public DropoutKernel {
 
   void Compute(OpKernelContext* context) override {
     const Tensor& input = context->input(0);
-    Dropout dropout = dropout_;
-    OP_REQUIRES_OK(context, ReadSeed(context->input(1), &dropout));
+    Dropout dropout;
     Tensor* output = nullptr;
-    OP_REQUIRES_OK(context, context->forward_input_or_allocate_output({0}, 0, input.shape(), &output));
+    OP_REQUIRES_OK(context, Prepare(context, 1, &dropout, &output));
     const auto* x = In<T>(input);
     auto* y = Out<T>(output);
     ParallelFor(context, input.NumElements(), [=](int64_t begin, int64_t end) {
@@ -253,10 +262,9 @@ class SeluGradOp : public DropoutKernel {
                 ::tensorflow::errors::InvalidArgument(
                     "BytenetSeluGrad: gradients and features must have one shape; got ",
                     upstream.shape().DebugString(), " and ", features.shape().DebugString()));
-    Dropout dropout = dropout_;
-    OP_REQUIRES_OK(context, ReadSeed(context->input(2), &dropout));
+    Dropout dropout;
     Tensor* output = nullptr;
-    OP_REQUIRES_OK(context, context->forward_input_or_allocate_output({0}, 0, upstream.shape(), &output));
+    OP_REQUIRES_OK(context, Prepare(context, 2, &dropout, &output));
     const auto* dy = In<T>(upstream);
     const auto* x = In<T>(features);
     auto* dx = Out<T>(output);

@@ -198,7 +198,6 @@ class ResidualBlock(keras.layers.Layer):
         dropout = self.dropout if index == len(self.convs) - 1 else None
         if isinstance(dropout, AlphaDropout) and self.convs[index].kernel_size == 1:
             # The width-1 convolution takes the dropout's affine map into its kernel and bias.
-            # The select moves values only, so it runs after activate's cast back to bfloat16.
             return activate_and_drop(x, self.activation, dropout, training)
         return activate(x, self.activation, dropout, training), None
 
@@ -218,7 +217,7 @@ class ResidualBlock(keras.layers.Layer):
                 # Biases and norm offsets make padded positions nonzero again; zero them where
                 # the convolution would read them across the sequence end.
                 x = x * tf.cast(mask, x.dtype)
-            x = conv(x) if affine is None else conv(x, affine=affine)
+            x = conv(x, affine=affine)
         return self._residual(inputs, x)
 
     def initial_state(self, batch_size):
