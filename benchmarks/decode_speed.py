@@ -22,11 +22,11 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bytenet_tf import decoding, export, zoo  # noqa: E402
+from shared_data import DEEN  # noqa: E402
+
+from bytenet_tf import decoding, export, inference, zoo  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 
-DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    "shared", "data", "deen")
 LENGTHS = (50, 100, 200, 400)
 
 
@@ -72,7 +72,7 @@ def main():
     news, _, _ = read_parallel_lines(os.path.join(DEEN, "newstest2015.de"),
                                      os.path.join(DEEN, "newstest2015.en"))
     if args.saved_model:
-        signature = tf.saved_model.load(export.resolve_saved_model(args.saved_model)).signatures[
+        signature = tf.saved_model.load(inference.resolve_saved_model(args.saved_model)).signatures[
             "serving_default"]
         batch = tf.constant(news[:64])
         signature(source=batch)
@@ -88,7 +88,7 @@ def main():
     de, _, _ = read_parallel_lines(os.path.join(DEEN, "fixture-small.de"),
                                    os.path.join(DEEN, "fixture-small.en"))
     sources = de[:args.batch_size]
-    ids = export.source_ids(tf.constant(sources), model.max_length)
+    ids = inference.source_ids(tf.constant(sources), model.max_length)
 
     rows = []
     for length in LENGTHS:

@@ -18,10 +18,11 @@ import os
 import sys
 import time
 
-import numpy as np
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from shared_data import DEEN  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -29,12 +30,10 @@ from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from pipelines import byte_codec, datasets, preprocessing  # noqa: E402
 
-DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    "shared", "data", "deen")
 
 
 def spec():
-    return datasets.DataSpec(name="text", source_file=os.path.join(DEEN, "train.de"),
+    return datasets.DataSpec(dataset="text", source_file=os.path.join(DEEN, "train.de"),
                              target_file=os.path.join(DEEN, "train.en"))
 
 
@@ -43,7 +42,8 @@ def target_bytes(labels):
 
 
 def pipeline_rate(config, seconds):
-    dataset, length_filter = datasets.make_dataset(spec(), config)
+    length_filter = preprocessing.LengthFilter(config.max_length)
+    dataset = datasets.make_dataset(spec(), config, length_filter=length_filter)
     iterator = iter(dataset)
     next(iterator)  # start-up (file check pass, first shuffle fill) is not throughput
     total, batches, start = 0, 0, time.perf_counter()
@@ -60,8 +60,8 @@ def training_rate(config, precision, steps):
     optimizer = keras.optimizers.Adam(1e-4)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    train_step = trainer._make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
-    dataset, _ = datasets.make_dataset(spec(), config)
+    train_step = trainer.make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
+    dataset = datasets.make_dataset(spec(), config)
     iterator = iter(dataset)
     for _ in range(2):
         float(train_step(iterator)[0])
@@ -87,9 +87,9 @@ def main():
         consumption[precision] = training_rate(config, precision, args.train_steps)
         print(f"bytenet_small training ({precision}) consumes {consumption[precision]:,.0f} "
               f"target bytes/s: the pipeline delivers {pipeline / consumption[precision]:,.0f}x that")
-    padding_bucketed = preprocessing.padding_fraction(datasets.make_dataset(spec(), config)[0], 300)
+    padding_bucketed = preprocessing.padding_fraction(datasets.make_dataset(spec(), config), 300)
     unbucketed = preprocessing.PipelineConfig(batch_size=args.batch_size, seed=0, bucketing=False)
-    padding_plain = preprocessing.padding_fraction(datasets.make_dataset(spec(), unbucketed)[0], 300)
+    padding_plain = preprocessing.padding_fraction(datasets.make_dataset(spec(), unbucketed), 300)
     print(f"padding fraction over 300 batches: {padding_plain:.3f} without buckets, "
           f"{padding_bucketed:.3f} with")
     fastest = max(consumption.values())

@@ -11,17 +11,16 @@ import argparse
 import os
 import sys
 
-import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from shared_data import DEEN  # noqa: E402
 
 import bytenet_tf  # noqa: E402
 from bytenet_tf.analysis import block_statistics, format_statistics, summary  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 
-DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    "shared", "data", "deen")
 
 
 def main():
@@ -32,10 +31,7 @@ def main():
     sources, targets, _ = read_parallel_lines(os.path.join(DEEN, "fixture-small.de"),
                                               os.path.join(DEEN, "fixture-small.en"))
     sources, targets = sources[:args.count], targets[:args.count]
-    source = tf.ragged.constant([byte_codec.encode_python(s) + [byte_codec.EOS_ID]
-                                 for s in sources]).to_tensor()
-    target = tf.ragged.constant([[byte_codec.BOS_ID] + byte_codec.encode_python(t)
-                                 for t in targets]).to_tensor()
+    source, target, _ = byte_codec.frame_batch(sources, targets)
     variants = {
         "selu": bytenet_tf.build_model("bytenet_selu", seed=args.seed),
         "selu_plain_add": bytenet_tf.build_model("bytenet_selu", normalize_residual=False,

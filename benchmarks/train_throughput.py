@@ -21,6 +21,8 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from shared_data import DEEN  # noqa: E402
+
 import keras  # noqa: E402
 
 from bytenet_tf import flops, zoo  # noqa: E402
@@ -29,8 +31,6 @@ from bytenet_tf.training.config import TrainConfig, resolve  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
 from pipelines.datasets import DataSpec  # noqa: E402
 
-DEEN = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                    "shared", "data", "deen")
 
 
 def matmul_peak(dtype, size=4096, repeats=10):
@@ -84,7 +84,7 @@ def build_step(args):
     optimizer = trainer.make_optimizer(config, args.precision)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    train_step = trainer._make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
+    train_step = trainer.make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
     source, target, labels = real_rows(args.batch_size * (args.steps + args.warmup), args.length)
     # Rows re-batched with `padded_batch` (no padding: every row has `length` ids) so that, as
     # in the binary's pipeline, the step sees batches of unknown shape. Not `from_generator`:

@@ -7,7 +7,7 @@ and variance of every block's output, over real (non-padding) positions and all 
 import numpy as np
 import tensorflow as tf
 
-from pipelines.byte_codec import PAD_ID
+from bytenet_tf.vocabulary import PAD_ID
 
 
 def _moments(x, mask):
@@ -39,7 +39,7 @@ def block_statistics(model, source, target, training=False):
     rows = []
     x = model.source_embedding(source) * source_mask
     for block in model.encoder_blocks:
-        x = block(x, mask=source_mask, training=training)
+        x = block(x, mask=tf.not_equal(source, PAD_ID), training=training)
         mean, var = _moments(x, source_mask)
         rows.append({"block": block.name, "mean": mean, "variance": var})
     encoded = model.encode(source, training=training)

@@ -20,7 +20,7 @@ can be wrapped in `tf.function(jit_compile=True)` and exported.
 
 import tensorflow as tf
 
-from pipelines.byte_codec import BOS_ID, EOS_ID, PAD_ID
+from bytenet_tf.vocabulary import BOS_ID, EOS_ID, PAD_ID
 
 DEFAULT_MARGIN = 10
 
@@ -55,6 +55,20 @@ def _encoded_at(encoded, t):
     return tf.gather(encoded, tf.minimum(t, length - 1), axis=1) * inside
 
 
+def _running(t, steps, finished, ignore_eos):
+    """Whether a greedy loop goes on: steps left, and a row still running (or `ignore_eos`)."""
+    running = tf.logical_not(tf.reduce_all(finished))
+    return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
+
+
+def _greedy_choice(logits, t, finished, limits, ignore_eos):
+    """The argmax byte of each row at step `t` (PAD for finished rows), and who is finished."""
+    chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    chosen = tf.where(finished, PAD_ID, chosen)
+    finished = finished | (tf.equal(chosen, EOS_ID) & (not ignore_eos)) | (t + 1 >= limits)
+    return chosen, finished
+
+
 def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
                   ignore_eos=False, return_logits=False, capacity=None):
     """Cached greedy decoding.
@@ -80,17 +94,14 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     all_logits = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[None, None])
 
     def cond(t, previous, finished, state, ids, all_logits):
-        running = tf.logical_not(tf.reduce_all(finished))
-        return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
+        return _running(t, steps, finished, ignore_eos)
 
     def body(t, previous, finished, state, ids, all_logits):
         logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state)
         if return_logits:
             all_logits = all_logits.write(t, logits)
-        chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        chosen = tf.where(finished, PAD_ID, chosen)
+        chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
         ids = tf.tensor_scatter_nd_update(ids, [[t]], chosen[tf.newaxis])
-        finished = finished | (tf.equal(chosen, EOS_ID) & (not ignore_eos)) | (t + 1 >= limits)
         return t + 1, chosen, finished, state, ids, all_logits
 
     length, _, _, _, ids, all_logits = tf.while_loop(
@@ -119,17 +130,14 @@ def naive_greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=
     logits_so_far = tf.zeros([batch, 0, vocab])
 
     def cond(t, prefix, finished, logits_so_far):
-        running = tf.logical_not(tf.reduce_all(finished))
-        return tf.logical_and(t < steps, tf.logical_or(running, ignore_eos))
+        return _running(t, steps, finished, ignore_eos)
 
     def body(t, prefix, finished, logits_so_far):
         # `decode` pads the encoder output with zeros past the source end.
         logits = model.decode(encoded, prefix, training=False)[:, -1]
         if return_logits:
             logits_so_far = tf.concat([logits_so_far, logits[:, tf.newaxis]], axis=1)
-        chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        chosen = tf.where(finished, PAD_ID, chosen)
-        finished = finished | (tf.equal(chosen, EOS_ID) & (not ignore_eos)) | (t + 1 >= limits)
+        chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
         return t + 1, tf.concat([prefix, chosen[:, tf.newaxis]], axis=1), finished, logits_so_far
 
     _, prefix, _, logits_so_far = tf.while_loop(

@@ -3,8 +3,11 @@
     bytenet-evaluate --saved_model=DIR --source_file=newstest2015.de --reference_file=newstest2015.en
     bytenet-evaluate --saved_model=DIR --dataset=newstest --newstest_year=2014
 
+Every source line is translated, an empty one included, and every line is scored, as
+`sacrebleu REF < HYP` would score the `--output_file` it writes (line i answers source line i).
 The last line printed is one JSON object with `bleu`, `chrf`, `signature` (BLEU's),
-`chrf_signature`, `exact_match`, `sentences` and `seconds`.
+`chrf_signature`, `exact_match`, `sentences` (all lines), `empty_sources`, `empty_references`,
+`seconds` and `saved_model`.
 """
 
 import json
@@ -13,7 +16,7 @@ import time
 
 from absl import app, flags
 
-from bytenet_tf import scoring, serving
+from bytenet_tf import inference, scoring
 from pipelines import newstest, text
 
 FLAGS = flags.FLAGS
@@ -25,7 +28,7 @@ flags.DEFINE_integer("newstest_year", 2014, "Year of the news test set (--datase
 flags.DEFINE_string("source_lang", "de", "Source language (--dataset=newstest).")
 flags.DEFINE_string("target_lang", "en", "Target language (--dataset=newstest).")
 flags.DEFINE_string("data_dir", None, "sacrebleu cache directory (--dataset=newstest).")
-flags.DEFINE_string("output_file", None, "Write the translations here, one per line.")
+flags.DEFINE_string("output_file", None, "Write the translations here, one per source line.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
 flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
 flags.mark_flag_as_required("saved_model")
@@ -45,21 +48,23 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     try:
         source_file, reference_file = _files()
-        # Empty pairs are skipped (and counted) exactly as in training.
-        sources, references, stats = text.read_parallel_lines(source_file, reference_file)
-        translate_fn, path = serving.load_translate_fn(FLAGS.saved_model)
+        sources, references, _ = text.read_aligned_lines(source_file, reference_file)
+        signature, path = inference.load_saved_model(FLAGS.saved_model)
     except (ValueError, FileNotFoundError) as error:
         print(f"bytenet-evaluate: error: {error}", file=sys.stderr)
         sys.exit(1)
     started = time.perf_counter()
-    hypotheses = scoring.translate_batches(translate_fn, sources, FLAGS.batch_size,
-                                           progress=FLAGS.progress)
+    hypotheses = inference.translate_batches(inference.as_translate_fn(signature), sources,
+                                             FLAGS.batch_size, progress=FLAGS.progress)
     seconds = time.perf_counter() - started
+    hypotheses = [inference.one_line(h) for h in hypotheses]
     if FLAGS.output_file:
         with open(FLAGS.output_file, "wb") as f:
-            f.writelines(serving.one_line(h) + b"\n" for h in hypotheses)
+            f.writelines(h + b"\n" for h in hypotheses)
     results = scoring.score(hypotheses, references)
-    results.update(seconds=round(seconds, 3), saved_model=path, skipped_empty=stats.empty)
+    results.update(seconds=round(seconds, 3), saved_model=path,
+                   empty_sources=sum(not s for s in sources),
+                   empty_references=sum(not r for r in references))
     print(f"BLEU {results['bleu']:.2f} ({results['signature']})")
     print(f"chrF {results['chrf']:.2f} ({results['chrf_signature']})")
     print(json.dumps(results))

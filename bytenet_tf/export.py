@@ -10,75 +10,36 @@ The serving graph uses core TF ops only (`tf.strings`, `tf.io.decode_raw`), so i
 process that imports nothing but tensorflow. It never fails on an input string: empty strings,
 NUL bytes and invalid UTF-8 translate like any other bytes, and an input longer than
 `max_length - 1` bytes (`model.max_length` counts the EOS) is truncated to its first
-`max_length - 1` bytes before translation. The model is exported in float32 whatever policy it
-was trained with.
+`max_length - 1` bytes before translation. The model is exported in float32 and with the
+`reference` ops policy (stock ops only), whatever it was trained with.
+
+An export records a fingerprint of its weights and options in `assets.extra/bytenet_config.json`;
+exporting the same weights with the same options again returns the newest version instead of
+writing an identical one (a TF Serving that watches the base would reload it for nothing).
 """
 
+import hashlib
 import json
 import os
 import shutil
 
+import numpy as np
 import tensorflow as tf
+from absl import logging
 
-from bytenet_tf import decoding
+from bytenet_tf.inference import Translator, resolve_saved_model
 from bytenet_tf.models.bytenet import ByteNet
-from pipelines import byte_codec
 
 
 def float32_copy(model):
-    """A float32 `ByteNet` with `model`'s configuration and weights."""
+    """A float32 `ByteNet` with `model`'s configuration and weights, on the reference ops."""
     config = model.get_config()
     config["dtype"] = "float32"
+    config["ops_policy"] = "reference"
     clone = ByteNet.from_config(config)
     clone.build()
     clone.set_weights([tf.convert_to_tensor(w) for w in model.get_weights()])
     return clone
-
-
-def source_ids(strings, max_length):
-    """Encodes `(batch,)` strings as EOS-framed int32 ids `(batch, S)`, truncated to fit."""
-    ids = byte_codec.encode(strings)[:, :max_length - 1]
-    eos = tf.fill([ids.nrows(), 1], byte_codec.EOS_ID)
-    return tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor(byte_codec.PAD_ID)
-
-
-class Translator(tf.Module):
-    """Strings in, strings out: encode, decode (greedy or beam), and decode bytes.
-
-    Args:
-        model: a float32 `ByteNet`.
-        beam_size: int, 1 for greedy decoding.
-        length_alpha: float, beam search length normalization.
-        jit_compile: bool, compile the integer-only decoding loop with XLA (no strings reach
-            XLA). XLA compiles once per distinct input shape `(batch, padded length)`, so this
-            suits servers that batch to a few fixed shapes.
-    """
-
-    def __init__(self, model, beam_size=1, length_alpha=0.6, jit_compile=False):
-        super().__init__(name="translator")
-        self.model = model
-        self.beam_size = beam_size
-        self.length_alpha = length_alpha
-        # XLA needs a static output width: the unfolding bound of the longest accepted source.
-        self.capacity = (model.max_output_length(model.max_length - 1) + decoding.DEFAULT_MARGIN
-                         if jit_compile else None)
-        self._decode_ids = tf.function(self._decode_ids_python, jit_compile=jit_compile)
-
-    def _decode_ids_python(self, ids):
-        if self.beam_size == 1:
-            return decoding.greedy_decode(self.model, ids, capacity=self.capacity)
-        return decoding.beam_search_decode(self.model, ids, beam_size=self.beam_size,
-                                           length_alpha=self.length_alpha, capacity=self.capacity)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="source")])
-    def translate(self, source):
-        """`(batch,)` tf.string in; `{"translation": (batch,) tf.string}` out."""
-        def run():
-            ids = source_ids(source, self.model.max_length)
-            return byte_codec.decode(self._decode_ids(ids))
-
-        translation = tf.cond(tf.size(source) > 0, run, lambda: tf.zeros([0], tf.string))
-        return {"translation": translation}
 
 
 def next_version(export_dir):
@@ -88,13 +49,49 @@ def next_version(export_dir):
     return max(versions, default=0) + 1
 
 
+def fingerprint(model, **options):
+    """SHA-256 of what an export of `model` serves: its config, weights (as float32), `options`.
+
+    The dtype policy and ops policy are left out: every export is float32 on reference ops.
+    """
+    config = {k: v for k, v in model.get_config().items() if k not in ("dtype", "ops_policy")}
+    digest = hashlib.sha256(json.dumps([config, options], sort_keys=True, default=str).encode())
+    for weight in model.get_weights():
+        digest.update(np.ascontiguousarray(weight, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
+def _newest_export_fingerprint(export_dir):
+    try:
+        newest = resolve_saved_model(export_dir)
+        with open(os.path.join(newest, "assets.extra", "bytenet_config.json")) as f:
+            return newest, json.load(f).get("fingerprint")
+    except (FileNotFoundError, ValueError):
+        return None, None
+
+
 def export_saved_model(model, export_dir, beam_size=1, length_alpha=0.6, jit_compile=False,
                        version=None):
     """Exports `model` as a translating SavedModel under `export_dir/<version>/`.
 
+    Args:
+        model: a `ByteNet`, any precision and ops policy.
+        export_dir: the export base.
+        beam_size, length_alpha, jit_compile: see `bytenet_tf.inference.Translator`.
+        version: int, or None for one more than the largest version there. With None, if the
+            newest version holds the same weights and options, nothing is written.
+
     Returns:
-        The version directory's path.
+        The version directory's path (the existing one when nothing was written).
     """
+    options = {"beam_size": beam_size, "length_alpha": length_alpha, "jit_compile": jit_compile}
+    export_print = fingerprint(model, **options)
+    if version is None:
+        newest, newest_print = _newest_export_fingerprint(export_dir)
+        if newest_print == export_print:
+            logging.info("The newest export %s holds these weights and options already; "
+                         "not exporting a copy.", newest)
+            return newest
     version = next_version(export_dir) if version is None else int(version)
     final = os.path.join(export_dir, str(version))
     if os.path.exists(final):
@@ -107,22 +104,7 @@ def export_saved_model(model, export_dir, beam_size=1, length_alpha=0.6, jit_com
     extra = os.path.join(staging, "assets.extra")
     os.makedirs(extra, exist_ok=True)
     with open(os.path.join(extra, "bytenet_config.json"), "w") as f:
-        json.dump({"model": model.get_config(), "beam_size": beam_size,
-                   "length_alpha": length_alpha, "jit_compile": jit_compile}, f, indent=2,
-                  default=str)
+        json.dump({"model": model.get_config(), **options, "fingerprint": export_print}, f,
+                  indent=2, default=str)
     os.replace(staging, final)
     return final
-
-
-def resolve_saved_model(path):
-    """A version directory, or the newest integer version under an export base."""
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        return path
-    if os.path.isdir(path):
-        versions = [int(n) for n in os.listdir(path)
-                    if n.isdigit() and os.path.isfile(os.path.join(path, n, "saved_model.pb"))]
-        if versions:
-            return os.path.join(path, str(max(versions)))
-    raise FileNotFoundError(f"No SavedModel at {path}: expected {path}/saved_model.pb or "
-                            f"{path}/<version>/saved_model.pb. Export one with bytenet-train "
-                            "(--export_dir).")

@@ -1,31 +1,10 @@
-"""Batched translation of byte strings, and sacrebleu scoring.
+"""Metrics only: sacrebleu's BLEU and chrF, and exact match, over hypotheses and references.
 
-`translate_batches(translate_fn, sources, batch_size)` sorts the sources by length, translates
-them in batches through `translate_fn` (a list of bytes in, a list of bytes out) and returns the
-translations in the original order. `score(hypotheses, references)` returns BLEU and chrF from
-sacrebleu with their signatures, and the exact-match rate.
+`score(hypotheses, references)` returns BLEU and chrF from sacrebleu with their signatures, and
+the exact-match rate; translating is `bytenet_tf.inference`'s job.
 """
 
-import sys
-
 import numpy as np
-from tqdm import tqdm
-
-
-def translate_batches(translate_fn, sources, batch_size=64, progress=False, description="translate"):
-    """Translates `sources` (list of bytes) in length-sorted batches, keeping their order."""
-    if batch_size < 1:
-        raise ValueError(f"--batch_size must be >= 1. Received: {batch_size}")
-    order = np.argsort([len(s) for s in sources], kind="stable")
-    outputs = [None] * len(sources)
-    with tqdm(total=len(sources), desc=description, unit="sent", file=sys.stderr,
-              disable=not progress) as bar:
-        for start in range(0, len(sources), batch_size):
-            indices = order[start:start + batch_size]
-            for index, translation in zip(indices, translate_fn([sources[i] for i in indices])):
-                outputs[index] = translation
-            bar.update(len(indices))
-    return outputs
 
 
 def _text(value):

@@ -11,7 +11,7 @@ import sys
 
 from absl import app, flags
 
-from bytenet_tf import scoring, serving
+from bytenet_tf import inference
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
@@ -24,16 +24,16 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     try:
-        translate_fn, _ = serving.load_translate_fn(FLAGS.saved_model)
+        signature, _ = inference.load_saved_model(FLAGS.saved_model)
     except FileNotFoundError as error:
         print(f"bytenet-translate: error: {error}", file=sys.stderr)
         sys.exit(1)
-    sources = serving.read_lines(sys.stdin.buffer)
-    translations = scoring.translate_batches(translate_fn, sources, FLAGS.batch_size,
-                                             progress=FLAGS.progress)
+    sources = inference.read_lines(sys.stdin.buffer)
+    translations = inference.translate_batches(inference.as_translate_fn(signature), sources,
+                                               FLAGS.batch_size, progress=FLAGS.progress)
     out = sys.stdout.buffer
     for translation in translations:
-        out.write(serving.one_line(translation) + b"\n")
+        out.write(inference.one_line(translation) + b"\n")
     out.flush()
 
 

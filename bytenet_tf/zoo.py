@@ -7,6 +7,7 @@ The paper and thesis hyperparameters are written here once, with their sources.
 import inspect
 
 from bytenet_tf.models.bytenet import ByteNet
+from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH
 
 # Kalchbrenner et al. 2016 ("Neural Machine Translation in Linear Time", section 6): 30
 # residual blocks in the encoder and 30 in the decoder, dilations 1, 2, 4, 8, 16 repeated 6
@@ -15,10 +16,11 @@ from bytenet_tf.models.bytenet import ByteNet
 # `hidden_size` is the residual stream and the bottleneck is hidden_size // 2.
 _PAPER = dict(hidden_size=800, num_stacks=6, dilations=(1, 2, 4, 8, 16), kernel_size=3,
               block="residual", normalization="layer", activation="relu", dropout_rate=0.0,
-              kernel_initializer="glorot_uniform", unfold_a=1.2, unfold_b=0.0, max_length=500)
+              kernel_initializer="glorot_uniform", unfold_a=1.2, unfold_b=0.0,
+              max_length=DEFAULT_MAX_LENGTH)
 
 # The thesis (TensorFlow 1, 2017) trained ByteNet at hidden 400 with 3 stacks (15 blocks per side)
-# and a maximum sentence length of 500 bytes.
+# and a maximum sentence length of 500 bytes (DEFAULT_MAX_LENGTH).
 _THESIS = dict(_PAPER, hidden_size=400, num_stacks=3)
 
 MODELS = {

@@ -5,18 +5,8 @@ import os
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEEN = os.path.join(os.path.dirname(ROOT), "shared", "data", "deen")
 RESULTS = os.path.join(ROOT, "docs", "results")
 RUNS = os.path.join(ROOT, "runs", "experiments")
-
-
-def deen(name):
-    """Path of a file in ../shared/data/deen, or a clear error when the folder is missing."""
-    path = os.path.join(DEEN, name)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing: the experiments read the shared German-English "
-                                "data from ../shared/data/deen beside the project.")
-    return path
 
 
 def commit():

@@ -28,11 +28,8 @@ LABELS = ("selu", "selu_branch0.3", "none", "layer")
 def batch(folder):
     sources, targets, _ = read_parallel_lines(os.path.join(folder, "pairs.de"),
                                               os.path.join(folder, "pairs.en"))
-    source = tf.ragged.constant([byte_codec.encode_python(s) + [byte_codec.EOS_ID]
-                                 for s in sources]).to_tensor()
-    target = tf.ragged.constant([[byte_codec.BOS_ID] + byte_codec.encode_python(t)
-                                 for t in targets]).to_tensor()
-    return source, target
+    source, target, _ = byte_codec.frame_batch(sources, targets)
+    return tf.constant(source), tf.constant(target)
 
 
 def model_for(label):

@@ -48,7 +48,7 @@ def run(name, model, options):
     options = dict(options)
     digits_config = options.pop("digits_config", "thesis")
     results = trainer.train_and_evaluate(TrainConfig(
-        model=model, data=datasets.DataSpec(name="digits", digits_config=digits_config),
+        model=model, data=datasets.DataSpec(dataset="digits", digits_config=digits_config),
         model_dir=os.path.join(RUNS, "digits", name), **options))
     error = 1.0 - results["valid"]["exact_match"]
     print(f"{name}: misclassification {error:.3f} ({time.time() - started:.0f} s)", flush=True)

@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import RUNS, deen, read_metrics, write_results  # noqa: E402
+from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from shared_data import deen  # noqa: E402
 from pipelines import datasets  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 
@@ -59,7 +60,7 @@ def main():
     args = parser.parse_args()
     variants = {args.variant: VARIANTS[args.variant]} if args.variant else VARIANTS
     source, target = write_pairs(os.path.join(RUNS, "memorize", "data"))
-    data = datasets.DataSpec(name="text", source_file=source, target_file=target,
+    data = datasets.DataSpec(dataset="text", source_file=source, target_file=target,
                              valid_source_file=source, valid_target_file=target)
     runs = {}
     for label, (model, overrides) in variants.items():

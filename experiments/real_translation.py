@@ -19,10 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import logging  # noqa: E402
 
-from bytenet_tf import scoring, serving  # noqa: E402
+from bytenet_tf import inference, scoring  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import RUNS, deen, read_metrics, write_results  # noqa: E402
+from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from shared_data import deen  # noqa: E402
 from pipelines import datasets, text  # noqa: E402
 
 TEST_SETS = ("multi30k-test2016", "newstest2015")
@@ -42,7 +43,7 @@ def main():
     logging.set_verbosity(logging.INFO)
     name = args.name or f"real_translation_{args.model}"
     model_dir = os.path.join(RUNS, name)
-    data = datasets.DataSpec(name="text", source_file=deen("train.de"),
+    data = datasets.DataSpec(dataset="text", source_file=deen("train.de"),
                              target_file=deen("train.en"), valid_source_file=deen("dev.de"),
                              valid_target_file=deen("dev.en"))
     config = TrainConfig(model=args.model, data=data, model_dir=model_dir,
@@ -53,14 +54,15 @@ def main():
                          progress=False, seed=0)
     started = time.time()
     results = trainer.train_and_evaluate(config)
-    translate_fn, _ = serving.load_translate_fn(results["export_path"])
+    signature, _ = inference.load_saved_model(results["export_path"])
+    translate_fn = inference.as_translate_fn(signature)
     scores = {}
     for test_set in TEST_SETS:
         sources, references, _ = text.read_parallel_lines(deen(f"{test_set}.de"),
                                                           deen(f"{test_set}.en"))
         if args.test_sentences:
             sources, references = sources[:args.test_sentences], references[:args.test_sentences]
-        hypotheses = scoring.translate_batches(translate_fn, sources, batch_size=64)
+        hypotheses = inference.translate_batches(translate_fn, sources, batch_size=64)
         scores[test_set] = scoring.score(hypotheses, references)
         scores[test_set]["examples"] = [
             {"source": s.decode("utf-8", "replace"), "hypothesis": h.decode("utf-8", "replace"),

@@ -16,43 +16,40 @@ DATASETS = ("digits", "europarl", "newstest", "text", "wmt14")
 SPLITS = ("train", "validation", "test")
 
 
+def option(default, help_text, **metadata):
+    """A dataclass field with its help text (and `choices`): the source of a binary's flag."""
+    return dataclasses.field(default=default, metadata=dict(metadata, help=help_text))
+
+
 @dataclasses.dataclass
 class DataSpec:
-    """Where the pairs come from.
-
-    Attributes:
-        name: one of `DATASETS`.
-        source_lang, target_lang: the direction, `de`->`en` by default.
-        data_dir: tfds data directory, sacrebleu cache for `newstest`, manual directory for
-            `europarl`.
-        source_file, target_file: training files for `text`.
-        valid_source_file, valid_target_file: validation files for `text`.
-        newstest_year: the year for `newstest` (every split reads that one set).
-        digits_config: a name in `pipelines.digits.DIGITS_CONFIGS`.
-        download: let tfds and sacrebleu download what is missing.
-    """
-    name: str = "digits"
-    source_lang: str = "de"
-    target_lang: str = "en"
-    data_dir: str = None
-    source_file: str = None
-    target_file: str = None
-    valid_source_file: str = None
-    valid_target_file: str = None
-    newstest_year: int = 2013
-    digits_config: str = "default"
-    download: bool = True
+    """Where the pairs come from. Each field is also a flag of bytenet-train, by its name."""
+    dataset: str = option("digits", "Training data.", choices=DATASETS)
+    source_lang: str = option("de", "Source language.")
+    target_lang: str = option("en", "Target language.")
+    data_dir: str = option(None, "tfds data dir; sacrebleu cache for newstest; the folder with "
+                           "the Europarl v7 files (or archives) for europarl.")
+    source_file: str = option(None, "Training source file for dataset=text (plain or .gz).")
+    target_file: str = option(None, "Training target file for dataset=text, line-aligned.")
+    valid_source_file: str = option(None, "Validation source file for dataset=text.")
+    valid_target_file: str = option(None, "Validation target file for dataset=text.")
+    newstest_year: int = option(2013, "Year of the WMT news test set (dataset=newstest); every "
+                                "split reads that one set.")
+    digits_config: str = option("default", "Digits task configuration (dataset=digits); see "
+                                "pipelines/digits.py.", choices=tuple(digits_lib.DIGITS_CONFIGS))
+    download: bool = option(True, "Let tfds and sacrebleu download what is missing.")
 
 
 def validate(spec):
     """Raises `ValueError` naming the bad value of `spec` and the fix."""
-    if spec.name not in DATASETS:
-        raise ValueError(f"--dataset={spec.name} is unknown; choose one of: {', '.join(DATASETS)}")
+    if spec.dataset not in DATASETS:
+        raise ValueError(f"dataset={spec.dataset!r} is unknown; choose one of: "
+                         f"{', '.join(DATASETS)}")
     if spec.source_lang == spec.target_lang:
-        raise ValueError(f"--source_lang and --target_lang are both {spec.source_lang!r}; "
+        raise ValueError(f"`source_lang` and `target_lang` are both {spec.source_lang!r}; "
                          "choose two languages, e.g. de and en.")
-    if spec.name == "text" and not (spec.source_file and spec.target_file):
-        raise ValueError("--dataset=text needs --source_file and --target_file (line-aligned "
+    if spec.dataset == "text" and not (spec.source_file and spec.target_file):
+        raise ValueError("dataset='text' needs `source_file` and `target_file` (line-aligned "
                          "parallel text, plain or .gz).")
 
 
@@ -61,8 +58,10 @@ def _pairs_from_lists(sources, targets):
                                                tf.constant(targets, tf.string)))
 
 
-def load_pairs(spec, split="train"):
-    """Returns a `tf.data.Dataset` of `(source, target)` scalar strings for `split`.
+def load_pairs_with_stats(spec, split="train"):
+    """Returns `(pairs, stats)`: a `tf.data.Dataset` of `(source, target)` scalar strings for
+    `split`, and the `pipelines.text.ParallelStats` of local files (lines, kept, empty pairs
+    skipped), or None where the source has no such count (tfds, digits).
 
     For `digits` the source is the digit words and the target the digits, whatever the
     languages; `validation` and `test` are the same held-out numbers.
@@ -70,31 +69,34 @@ def load_pairs(spec, split="train"):
     validate(spec)
     if split not in SPLITS:
         raise ValueError(f"split={split!r} is unknown; choose one of: {', '.join(SPLITS)}")
-    if spec.name == "digits":
+    if spec.dataset == "digits":
         train, test = digits_lib.digit_pairs(spec.digits_config)
         chosen = train if split == "train" else test
-        return _pairs_from_lists([s for s, _ in chosen], [t for _, t in chosen])
-    if spec.name == "text":
+        return _pairs_from_lists([s for s, _ in chosen], [t for _, t in chosen]), None
+    if spec.dataset == "text":
         if split == "train":
             files = (spec.source_file, spec.target_file)
         elif spec.valid_source_file and spec.valid_target_file:
             files = (spec.valid_source_file, spec.valid_target_file)
         else:
-            raise ValueError("--dataset=text has no validation files; pass --valid_source_file "
-                             "and --valid_target_file.")
-        dataset, _ = text.parallel_text_dataset(*files)
-        return dataset
-    if spec.name == "newstest":
+            raise ValueError("dataset='text' has no validation files; pass `valid_source_file` "
+                             "and `valid_target_file`.")
+        return text.parallel_text_dataset(*files)
+    if spec.dataset == "newstest":
         source_file, reference_file = newstest.newstest_files(
             spec.newstest_year, spec.source_lang, spec.target_lang, spec.data_dir)
-        dataset, _ = text.parallel_text_dataset(source_file, reference_file)
-        return dataset
-    if spec.name == "wmt14":
+        return text.parallel_text_dataset(source_file, reference_file)
+    if spec.dataset == "wmt14":
         return tfds_sources.wmt14_pairs(split, spec.source_lang, spec.target_lang,
-                                        spec.data_dir, spec.download)
+                                        spec.data_dir, spec.download), None
     return tfds_sources.europarl_pairs(split, spec.source_lang, spec.target_lang,
                                        spec.data_dir, manual_dir=spec.data_dir,
                                        download=spec.download)
+
+
+def load_pairs(spec, split="train"):
+    """The pairs of `load_pairs_with_stats`, without the stats."""
+    return load_pairs_with_stats(spec, split)[0]
 
 
 def take_pairs(spec, split, limit):
@@ -106,10 +108,7 @@ def take_pairs(spec, split, limit):
     return sources, targets
 
 
-def make_dataset(spec, config, split="train", input_context=None):
-    """Padded training batches of `spec`'s `split` through `preprocessing.make_batches`.
-
-    Returns:
-        `(dataset, length_filter)`; see `pipelines.preprocessing`.
-    """
-    return preprocessing.make_batches(load_pairs(spec, split), config, input_context)
+def make_dataset(spec, config, split="train", input_context=None, length_filter=None):
+    """Padded training batches of `spec`'s `split` through `preprocessing.make_batches`."""
+    return preprocessing.make_batches(load_pairs(spec, split), config, input_context,
+                                      length_filter)

@@ -6,6 +6,13 @@
 A number is a string of digits; leading zeros are allowed (`zero seven` -> `07`), so the task is
 a pure sequence transduction. Test numbers never occur in training.
 
+Training numbers of the `default` configuration are drawn with replacement, with the length
+uniform over 1..5: every length makes up about a fifth of the training pairs, however few
+distinct numbers it has (10 of one digit). Drawn without replacement, the ten one-digit numbers
+were 10 of 20,000 pairs, and the main job turned `one` into `12`.
+`independent_numbers` draws numbers of every length independently of both sets, for the
+per-length check that bytenet-train reports.
+
 Configurations (`DIGITS_CONFIGS`):
 - `thesis`: the thesis's own, 2 or 3 digits, 128 training numbers drawn with seed 10 and 128
   test numbers with seed 11.
@@ -34,11 +41,14 @@ class DigitsConfig:
     train_seed: int
     test_seed: int
     recombine: bool = False
+    train_with_replacement: bool = False
+    length_weighted: bool = False
 
 
 DIGITS_CONFIGS = {
     "thesis": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11),
-    "default": DigitsConfig(1, 5, 20000, 1000, train_seed=10, test_seed=11),
+    "default": DigitsConfig(1, 5, 20000, 1000, train_seed=10, test_seed=11,
+                            train_with_replacement=True, length_weighted=True),
     "thesis_recombined": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11, recombine=True),
 }
 
@@ -48,21 +58,41 @@ def spell(number):
     return " ".join(WORDS[int(digit)] for digit in number)
 
 
-def _draw(config, count, seed, exclude):
+def _draw(config, count, seed, exclude, distinct=True):
+    """`count` numbers of `config`'s lengths (length uniform, then digits uniform), none in
+    `exclude`; all different when `distinct`."""
     rng = np.random.default_rng(seed)
-    lengths = range(config.min_digits, config.max_digits + 1)
-    available = sum(10 ** n for n in lengths) - len(exclude)
-    if count > available:
+    lengths = np.arange(config.min_digits, config.max_digits + 1)
+    weights = lengths / lengths.sum() if config.length_weighted else None
+    available = sum(10 ** int(n) for n in lengths) - len(exclude)
+    if distinct and count > available:
         raise ValueError(f"Cannot draw {count} distinct numbers of {config.min_digits}-"
                          f"{config.max_digits} digits; only {available} remain.")
     numbers, seen = [], set(exclude)
     while len(numbers) < count:
-        length = int(rng.integers(config.min_digits, config.max_digits + 1))
+        length = int(rng.choice(lengths, p=weights))
         number = "".join(str(d) for d in rng.integers(0, 10, size=length))
         if number not in seen:
-            seen.add(number)
+            if distinct:
+                seen.add(number)
             numbers.append(number)
     return numbers
+
+
+def independent_numbers(config="default", per_length=200, seed=2026):
+    """Numbers drawn independently of the training and test sets: `per_length` of each length.
+
+    Leading zeros are allowed and numbers may repeat, as a user's inputs would. Returns a list
+    of `(number, seen_in_training)`, grouped by length; `seen_in_training` marks numbers that
+    occur in the training set (for 1 and 2 digits, all of them do).
+    """
+    config = _config(config)
+    train = {number.decode() for _, number in digit_pairs(config)[0]}
+    rng = np.random.default_rng(seed)
+    numbers = ["".join(str(d) for d in rng.integers(0, 10, size=length))
+               for length in range(config.min_digits, config.max_digits + 1)
+               for _ in range(per_length)]
+    return [(number, number in train) for number in numbers]
 
 
 def recombine(train, min_digits, max_digits, exclude):
@@ -78,18 +108,24 @@ def recombine(train, min_digits, max_digits, exclude):
     return sorted(numbers - set(train) - set(exclude))
 
 
+def _config(config):
+    if isinstance(config, DigitsConfig):
+        return config
+    if config not in DIGITS_CONFIGS:
+        raise ValueError(f"digits_config={config!r} is unknown; choose one of: "
+                         f"{', '.join(DIGITS_CONFIGS)}")
+    return DIGITS_CONFIGS[config]
+
+
 def digit_pairs(config="default"):
     """Returns `(train, test)`, each a list of `(source_bytes, target_bytes)` pairs.
 
     Args:
         config: a name in `DIGITS_CONFIGS` or a `DigitsConfig`.
     """
-    if isinstance(config, str):
-        if config not in DIGITS_CONFIGS:
-            raise ValueError(f"digits config {config!r} is unknown; choose one of: "
-                             f"{', '.join(DIGITS_CONFIGS)}")
-        config = DIGITS_CONFIGS[config]
-    train = _draw(config, config.train_size, config.train_seed, exclude=())
+    config = _config(config)
+    train = _draw(config, config.train_size, config.train_seed, exclude=(),
+                  distinct=not config.train_with_replacement)
     test = _draw(config, config.test_size, config.test_seed, exclude=train)
     if config.recombine:
         train = train + recombine(train, config.min_digits, config.max_digits, exclude=test)

@@ -25,6 +25,7 @@ import dataclasses
 import tensorflow as tf
 
 from pipelines import byte_codec
+from pipelines.byte_codec import DEFAULT_MAX_LENGTH
 
 
 @dataclasses.dataclass
@@ -38,31 +39,34 @@ class PipelineConfig:
             0 to use `batch_size` for every bucket.
         bucket_boundaries: tuple of ints, or None for `default_boundaries(max_length)`.
         bucketing: bool, False pads every batch to its longest pair without buckets.
-        normalization: None, or a Unicode form for tensorflow-text (`NFC`, `NFKC`, ...).
+        unicode_normalization: None, or a Unicode form for tensorflow-text (`NFC`, `NFKC`, ...).
         shuffle_buffer: int, 0 for no shuffle.
         repeat: bool, repeat forever (training) or make one pass.
         seed: int, seeds the shuffle.
         deterministic: bool, same seed gives the same batches byte for byte.
     """
-    max_length: int = 500
+    max_length: int = DEFAULT_MAX_LENGTH
     batch_size: int = 32
     tokens_per_batch: int = 0
     bucket_boundaries: tuple = None
     bucketing: bool = True
-    normalization: str = None
+    unicode_normalization: str = None
     shuffle_buffer: int = 10000
     repeat: bool = True
     seed: int = 0
     deterministic: bool = True
 
 
-class LengthFilter:
+class LengthFilter(tf.Module):
     """Drops pairs whose framed source or target exceeds `max_length`, and counts them.
 
-    The counters are variables updated inside the tf.data graph; `counts()` reads them.
+    The counters are variables updated inside the tf.data graph; `counts()` reads them. It is a
+    `tf.Module`, so a `tf.train.Checkpoint` can keep the counts across a resumed run (the
+    pipeline's iterator state leaves them out: see `make_batches`).
     """
 
     def __init__(self, max_length):
+        super().__init__(name="length_filter")
         if max_length < 2:
             raise ValueError(f"`max_length` must be at least 2 (one byte and EOS). "
                              f"Received: max_length={max_length}")
@@ -148,13 +152,17 @@ def make_batches(pairs, config, input_context=None, length_filter=None):
         pairs: `tf.data.Dataset` of scalar tf.string `(source, target)` pairs.
         config: `PipelineConfig`.
         input_context: `tf.distribute.InputContext` or None; shards per input pipeline.
-        length_filter: a `LengthFilter` to count with, or None to make one.
+        length_filter: a `LengthFilter` that counts the pairs it drops, or None for an
+            uncounted one.
 
     Returns:
-        `(dataset, length_filter)`.
+        A `tf.data.Dataset` of padded batches (see the module docstring).
     """
     options = tf.data.Options()
     options.deterministic = config.deterministic
+    # The length filter's counters are variables (state outside the pipeline): a checkpoint of
+    # the iterator leaves them out, and the trainer checkpoints the filter itself.
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
     dataset = pairs.with_options(options)
     if input_context is not None and input_context.num_input_pipelines > 1:
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -163,8 +171,8 @@ def make_batches(pairs, config, input_context=None, length_filter=None):
                                   reshuffle_each_iteration=True)
     if config.repeat:
         dataset = dataset.repeat()
-    if config.normalization:
-        form = config.normalization
+    if config.unicode_normalization:
+        form = config.unicode_normalization
         dataset = dataset.map(lambda s, t: normalize_unicode(s, t, form),
                               num_parallel_calls=tf.data.AUTOTUNE,
                               deterministic=config.deterministic)
@@ -173,7 +181,7 @@ def make_batches(pairs, config, input_context=None, length_filter=None):
     dataset = dataset.map(frame, num_parallel_calls=tf.data.AUTOTUNE,
                           deterministic=config.deterministic)
     dataset = batch(dataset, config)
-    return dataset.prefetch(tf.data.AUTOTUNE), length_filter
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def padding_fraction(dataset, num_batches):

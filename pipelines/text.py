@@ -54,7 +54,7 @@ def check_parallel_files(source_file, target_file):
         ValueError: the files have different numbers of lines; the message names both files and
             both counts.
     """
-    hint = "Pass line-aligned files with --source_file and --target_file."
+    hint = "Pass line-aligned files as `source_file` and `target_file`."
     check_exists(source_file, hint)
     check_exists(target_file, hint)
     source_count = target_count = empty = 0
@@ -75,14 +75,24 @@ def check_parallel_files(source_file, target_file):
     return ParallelStats(lines=source_count, kept=source_count - empty, empty=empty)
 
 
-def read_parallel_lines(source_file, target_file):
-    """Reads both files into two lists of bytes, after `check_parallel_files`.
+def read_aligned_lines(source_file, target_file):
+    """Reads every line of both files, empty ones included, after `check_parallel_files`.
 
-    For small files (tests, validation sets, evaluation). Returns `(sources, targets, stats)`
-    with the empty pairs removed.
+    For evaluation, where line i of the output must answer line i of the input. Returns
+    `(sources, targets, stats)`: two lists of bytes of `stats.lines` items each.
     """
     stats = check_parallel_files(source_file, target_file)
-    pairs = [(s, t) for s, t in zip(_lines(source_file), _lines(target_file)) if s and t]
+    return list(_lines(source_file)), list(_lines(target_file)), stats
+
+
+def read_parallel_lines(source_file, target_file):
+    """Reads both files into two lists of bytes, without the pairs that have an empty side.
+
+    For small training and validation files, with the semantics of `parallel_text_dataset`.
+    Returns `(sources, targets, stats)`.
+    """
+    sources, targets, stats = read_aligned_lines(source_file, target_file)
+    pairs = [(s, t) for s, t in zip(sources, targets) if s and t]
     return [s for s, _ in pairs], [t for _, t in pairs], stats
 
 

@@ -93,17 +93,17 @@ def find_europarl_files(manual_dir):
 
 def europarl_pairs(split="train", source_lang="de", target_lang="en", data_dir=None,
                    manual_dir=None, download=True):
-    """Europarl v7 de-en as `(source, target)` strings.
+    """Europarl v7 de-en as `(pairs, stats)`: `(source, target)` strings and their counts.
 
-    Reads the real files from `manual_dir` when they are there (training split only), else goes
-    through `EuroparlV7Translate`.
+    Reads the real files from `manual_dir` when they are there (training split only; `stats` is
+    their `pipelines.text.ParallelStats`), else goes through `EuroparlV7Translate` (`stats` is
+    None).
     """
     if {source_lang, target_lang} != {"de", "en"}:
         raise ValueError(f"europarl here is de-en only. Received: {source_lang}-{target_lang}")
     files = find_europarl_files(manual_dir) if manual_dir and split == "train" else None
     if files is not None:
         by_lang = {"de": files[0], "en": files[1]}
-        dataset, _ = parallel_text_dataset(by_lang[source_lang], by_lang[target_lang])
-        return dataset
+        return parallel_text_dataset(by_lang[source_lang], by_lang[target_lang])
     builder = europarl_builder_class()(config="de-en", data_dir=data_dir)
-    return _pairs_from_tfds(builder, split, source_lang, target_lang, download)
+    return _pairs_from_tfds(builder, split, source_lang, target_lang, download), None

@@ -1,15 +1,57 @@
-"""Shared test helpers: the real data beside the project, and small batches of it."""
+"""Shared test helpers: synthetic text of every kind of byte, and the real data beside the project.
+
+The core correctness tests (causality, decoding, padding, serialization, precision) use
+`synthetic_lines`: seeded random sentences drawn for the tests alone, independent of any
+training or test set, with empty lines, NUL bytes, invalid UTF-8 and multi-byte characters.
+Only tests that need real German-English text read `../shared/data/deen`, and skip without it.
+"""
 
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from pipelines import byte_codec  # noqa: E402
+from shared_data import DEEN  # noqa: E402
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEEN = os.path.join(os.path.dirname(PROJECT_ROOT), "shared", "data", "deen")
+
+_PIECES = [b"der", b"Haus", b"und", b"Stra\xc3\x9fe", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80",
+           b"\x00", b"\xff\xfe", b"\xc3(", b".", b",", b"1998", b"ja\xe2\x80\xa8nein"]
+
+
+def synthetic_lines(count, seed=0, max_bytes=60):
+    """`count` seeded random byte sentences of 0 to `max_bytes` bytes (some empty)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(count):
+        words = []
+        for _ in range(int(rng.integers(0, 12))):
+            words.append(_PIECES[rng.integers(len(_PIECES))] if rng.random() < 0.4
+                         else bytes(rng.integers(97, 123, size=int(rng.integers(1, 9)))))
+        lines.append(b" ".join(words)[:max_bytes])
+    return lines
+
+
+def synthetic_batch(count=4, max_bytes=40, seed=0):
+    """A batch of synthetic pairs as `(source, target, labels)` int32 arrays, no empty source."""
+    sources = [line or b"x" for line in synthetic_lines(count, seed, max_bytes)]
+    targets = synthetic_lines(count, seed + 1, max_bytes)
+    return byte_codec.frame_batch(sources, targets)
+
+
+def write_parallel_files(directory, count, seed=0, name="synthetic"):
+    """Writes `count` synthetic line-aligned pairs (no empty pair, no b"\\n" inside a line)."""
+    sources = [line or b"leer" for line in synthetic_lines(count, seed)]
+    targets = [line or b"empty" for line in synthetic_lines(count, seed + 1)]
+    paths = []
+    for suffix, lines in (("de", sources), ("en", targets)):
+        paths.append(os.path.join(directory, f"{name}.{suffix}"))
+        with open(paths[-1], "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+    return paths
 
 
 def deen_path(name):
@@ -26,22 +68,6 @@ def read_lines(name, count, max_bytes=None):
     with open(deen_path(name), "rb") as f:
         lines = f.read().split(b"\n")[:count]
     return [line[:max_bytes] if max_bytes else line for line in lines]
-
-
-def pad_batch(rows):
-    """Pads lists of ids with PAD_ID into a rectangular list of lists."""
-    width = max(len(row) for row in rows)
-    return [row + [byte_codec.PAD_ID] * (width - len(row)) for row in rows]
-
-
-def real_batch(count=4, max_bytes=40):
-    """A batch of real newstest2013 pairs as `(source, target, labels)` int32 lists."""
-    sources = read_lines("fixture-tiny.de", count, max_bytes)
-    targets = read_lines("fixture-tiny.en", count, max_bytes)
-    source = pad_batch([byte_codec.encode_python(s) + [byte_codec.EOS_ID] for s in sources])
-    target = pad_batch([[byte_codec.BOS_ID] + byte_codec.encode_python(t) for t in targets])
-    labels = pad_batch([byte_codec.encode_python(t) + [byte_codec.EOS_ID] for t in targets])
-    return source, target, labels
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import bytenet_tf
 from bytenet_tf import export
-from tests.conftest import PROJECT_ROOT, deen_path
+from tests.conftest import PROJECT_ROOT, synthetic_lines, write_parallel_files
 
 
 def _run(module, *args, stdin=b""):
@@ -28,6 +28,7 @@ class CommandLineTest(tf.test.TestCase):
         cls.base = os.path.join(tf.compat.v1.test.get_temp_dir(), "cli_exports")
         cls.version = export.export_saved_model(model, cls.base)
         cls.signature = tf.saved_model.load(cls.version).signatures["serving_default"]
+        cls.source_file, cls.reference_file = write_parallel_files(cls.base, 20, seed=11)
 
     def _translate_one(self, line):
         return self.signature(source=tf.constant([line]))["translation"].numpy()[0]
@@ -59,9 +60,8 @@ class CommandLineTest(tf.test.TestCase):
     def test_evaluate_prints_json_last_and_writes_translations(self):
         output = os.path.join(self.get_temp_dir(), "hyp.en")
         completed = _run("bytenet_tf.evaluate", f"--saved_model={self.base}",
-                         f"--source_file={deen_path('fixture-tiny.de')}",
-                         f"--reference_file={deen_path('fixture-tiny.en')}",
-                         f"--output_file={output}")
+                         f"--source_file={self.source_file}",
+                         f"--reference_file={self.reference_file}", f"--output_file={output}")
         self.assertEqual(completed.returncode, 0, completed.stderr[-2000:])
         result = json.loads(completed.stdout.decode().strip().splitlines()[-1])
         for key in ("bleu", "chrf", "signature", "sentences"):
@@ -73,11 +73,9 @@ class CommandLineTest(tf.test.TestCase):
 
     def test_evaluate_reads_newstest_from_a_sacrebleu_cache(self):
         from tests.test_sources import _write_sacrebleu_cache
-        from tests.conftest import read_lines
 
         cache = os.path.join(self.get_temp_dir(), "sacrebleu")
-        _write_sacrebleu_cache(cache, 2014, "de-en", read_lines("fixture-tiny.de", 5),
-                               read_lines("fixture-tiny.en", 5))
+        _write_sacrebleu_cache(cache, 2014, "de-en", synthetic_lines(5, 7), synthetic_lines(5, 8))
         completed = _run("bytenet_tf.evaluate", f"--saved_model={self.base}", "--dataset=newstest",
                          "--newstest_year=2014", f"--data_dir={cache}", "--progress=false")
         self.assertEqual(completed.returncode, 0, completed.stderr[-2000:])
@@ -88,7 +86,35 @@ class CommandLineTest(tf.test.TestCase):
         with open(short, "wb") as f:
             f.write(b"one line\n")
         completed = _run("bytenet_tf.evaluate", f"--saved_model={self.base}",
-                         f"--source_file={deen_path('fixture-tiny.de')}", f"--reference_file={short}")
+                         f"--source_file={self.source_file}", f"--reference_file={short}")
         self.assertEqual(completed.returncode, 1)
         self.assertIn(b"has 20 lines but", completed.stderr)
         self.assertIn(b"short.en has 1", completed.stderr)
+
+    def test_evaluate_translates_and_scores_every_line_including_empty_ones(self):
+        # Written here, not read from ../shared: an empty source line, an empty reference line.
+        sources = [b"Guten Morgen.", b"", b"Danke sehr.", b"Ja"]
+        references = [b"Good morning.", b"Hello.", b"", b"Yes"]
+        paths = {}
+        for name, lines in (("src.de", sources), ("ref.en", references)):
+            paths[name] = os.path.join(self.get_temp_dir(), name)
+            with open(paths[name], "wb") as f:
+                f.write(b"\n".join(lines) + b"\n")
+        output = os.path.join(self.get_temp_dir(), "hyp_empty.en")
+        completed = _run("bytenet_tf.evaluate", f"--saved_model={self.base}",
+                         f"--source_file={paths['src.de']}", f"--reference_file={paths['ref.en']}",
+                         f"--output_file={output}", "--progress=false")
+        self.assertEqual(completed.returncode, 0, completed.stderr[-2000:])
+        result = json.loads(completed.stdout.decode().strip().splitlines()[-1])
+        self.assertEqual(result["sentences"], 4)
+        self.assertEqual((result["empty_sources"], result["empty_references"]), (1, 1))
+        with open(output, "rb") as f:
+            hypotheses = f.read().split(b"\n")
+        self.assertEqual(hypotheses[-1], b"")
+        self.assertEqual(hypotheses[:-1], [self._translate_one(s).replace(b"\r", b" ")
+                                           .replace(b"\n", b" ") for s in sources])
+        # The score is sacrebleu's on the four lines, as `sacrebleu ref < hyp` computes it.
+        import sacrebleu
+        expected = sacrebleu.corpus_bleu([h.decode("utf-8", "replace") for h in hypotheses[:-1]],
+                                         [[r.decode() for r in references]])
+        self.assertAlmostEqual(result["bleu"], round(expected.score, 4), places=4)

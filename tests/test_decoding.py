@@ -1,5 +1,6 @@
 """Cached decoding equals the naive decoder; beam search keeps its caches in order."""
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
@@ -7,14 +8,14 @@ from absl.testing import parameterized
 import bytenet_tf
 from bytenet_tf import decoding
 from pipelines import byte_codec
-from tests.conftest import pad_batch, read_lines
+from tests.conftest import synthetic_lines
 
 MODELS = [(name, name) for name in bytenet_tf.list_models()]
 
 
-def _real_sources(count=3, max_bytes=30):
-    lines = read_lines("fixture-tiny.de", count, max_bytes)
-    return tf.constant(pad_batch([byte_codec.encode_python(s) + [byte_codec.EOS_ID] for s in lines]))
+def _sources(count=3, max_bytes=30):
+    """Synthetic sources of different lengths, the empty sentence among them."""
+    return tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(count - 1, 3, max_bytes)))
 
 
 def _sequence_log_prob(model, source, ids):
@@ -41,7 +42,7 @@ class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
     @parameterized.named_parameters(*MODELS)
     def test_cached_greedy_equals_naive_greedy(self, name):
         model = bytenet_tf.build_model(name, hidden_size=24, num_stacks=1, seed=3)
-        source = _real_sources()
+        source = _sources()
         cached = tf.function(lambda s: decoding.greedy_decode(
             model, s, max_output_length=40, return_logits=True))
         naive = tf.function(lambda s: decoding.naive_greedy_decode(
@@ -53,7 +54,7 @@ class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
 
     def test_xla_compiled_decoding_equals_graph_mode(self):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1, seed=0)
-        source = _real_sources()
+        source = _sources()
         compiled = tf.function(lambda s: decoding.greedy_decode(
             model, s, max_output_length=30, capacity=30), jit_compile=True)(source)
         plain = decoding.greedy_decode(model, source, max_output_length=30)
@@ -72,7 +73,7 @@ class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1, seed=0)
         model.output_projection.bias.assign(
             np.eye(byte_codec.VOCAB_SIZE)[byte_codec.EOS_ID] * 1e4)
-        ids = decoding.greedy_decode(model, _real_sources())
+        ids = decoding.greedy_decode(model, _sources())
         self.assertAllEqual(ids, tf.fill([3, 1], byte_codec.EOS_ID))
 
 
@@ -80,7 +81,7 @@ class BeamSearchTest(tf.test.TestCase):
 
     def test_beam_of_one_equals_greedy(self):
         model = bytenet_tf.build_model("bytenet_small", hidden_size=16, num_stacks=1, seed=2)
-        source = _real_sources()
+        source = _sources()
         greedy = decoding.greedy_decode(model, source, max_output_length=25)
         beam = decoding.beam_search_decode(model, source, beam_size=1, length_alpha=0.0,
                                            max_output_length=25)
@@ -91,12 +92,40 @@ class BeamSearchTest(tf.test.TestCase):
         # log-probability of the sequence it returns.
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
                                        dropout_rate=0.0, seed=5)
-        source = _real_sources()
+        source = _sources()
         ids, scores = decoding.beam_search_decode(model, source, beam_size=4, length_alpha=0.0,
                                                   max_output_length=20, return_scores=True)
         self.assertAllClose(scores, _sequence_log_prob(model, source, ids), atol=1e-3)
 
+    def test_length_penalty_decides_the_final_choice(self):
+        # The beams grow by raw log-probability whatever length_alpha is; only the final choice
+        # differs: alpha 0 takes the best raw score, alpha 2 the best score / ((5 + L) / 6)**2.
+        keras.utils.set_random_seed(0)
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
+                                       dropout_rate=0.0, seed=5)
+        bias = np.zeros(byte_codec.VOCAB_SIZE, np.float32)
+        bias[byte_codec.EOS_ID] = 0.5  # EOS likely enough that beams end at different lengths
+        model.output_projection.bias.assign(bias)
+        source = tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(5, 3, 30)))
+        results = {}
+        for alpha in (0.0, 2.0):
+            ids, scores = decoding.beam_search_decode(model, source, beam_size=4,
+                                                      length_alpha=alpha, max_output_length=20,
+                                                      return_scores=True)
+            ids = ids.numpy()
+            self.assertAllClose(scores, _sequence_log_prob(model, source, ids), atol=1e-3)
+            results[alpha] = (scores.numpy(), (ids != byte_codec.PAD_ID).sum(1))
+        (raw_scores, raw_lengths), (long_scores, long_lengths) = results[0.0], results[2.0]
+        self.assertTrue(np.any(long_lengths > raw_lengths), "the penalty changed no choice")
+
+        def normalized(scores, lengths):
+            return scores / ((5.0 + lengths) / 6.0) ** 2.0
+
+        self.assertTrue(np.all(raw_scores >= long_scores - 1e-4))
+        self.assertTrue(np.all(normalized(long_scores, long_lengths)
+                               >= normalized(raw_scores, raw_lengths) - 1e-4))
+
     def test_rejects_bad_beam_size(self):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=8, num_stacks=1)
         with self.assertRaisesRegex(ValueError, "Received: beam_size=0"):
-            decoding.beam_search_decode(model, _real_sources(), beam_size=0)
+            decoding.beam_search_decode(model, _sources(), beam_size=0)

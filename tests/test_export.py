@@ -8,7 +8,7 @@ import sys
 import tensorflow as tf
 
 import bytenet_tf
-from bytenet_tf import decoding, export
+from bytenet_tf import decoding, export, inference
 from pipelines import byte_codec
 
 # Runs in a fresh interpreter: only tensorflow is imported.
@@ -45,7 +45,7 @@ class ExportTest(tf.test.TestCase):
         self.assertEqual(self.path, os.path.join(self.export_dir, "1"))
         self.assertTrue(os.path.isfile(os.path.join(self.path, "saved_model.pb")))
         self.assertTrue(os.path.isdir(os.path.join(self.path, "variables")))
-        self.assertEqual(export.resolve_saved_model(self.export_dir), self.path)
+        self.assertEqual(inference.resolve_saved_model(self.export_dir), self.path)
 
     def test_contract_in_a_fresh_tensorflow_only_process(self):
         completed = subprocess.run([sys.executable, "-c", _LOAD_AND_TRANSLATE, self.path],
@@ -59,7 +59,7 @@ class ExportTest(tf.test.TestCase):
         self.assertEqual(result["mixed_64"]["shape"], [64])
         # The served bytes equal in-process cached greedy decoding of the truncated input.
         sources = [b"", b"\x00\x00nul", b"\xff\xfe\xc3(", b"x" * 10000]
-        ids = export.source_ids(tf.constant(sources), self.model.max_length)
+        ids = inference.source_ids(tf.constant(sources), self.model.max_length)
         expected = byte_codec.decode(decoding.greedy_decode(self.model, ids)).numpy()
         self.assertEqual([bytes.fromhex(h) for h in result["single"]["outputs"]], list(expected))
 
@@ -70,28 +70,56 @@ class ExportTest(tf.test.TestCase):
         self.assertEqual(out[0], out[1])
 
     def test_saved_model_cli_lists_the_signature(self):
-        completed = subprocess.run(["saved_model_cli", "show", "--dir", self.path, "--all"],
-                                   capture_output=True, text=True, timeout=300)
+        # The tool's module through this interpreter: the suite may run as venv/bin/python
+        # without the virtualenv's bin/ on PATH.
+        completed = subprocess.run(
+            [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--dir",
+             self.path, "--all"], capture_output=True, text=True, timeout=300)
         self.assertEqual(completed.returncode, 0, completed.stderr[-2000:])
         out = completed.stdout
         self.assertIn("signature_def['serving_default']", out)
         self.assertRegex(out, r"inputs\['source'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)")
         self.assertRegex(out, r"outputs\['translation'\] tensor_info:\s+dtype: DT_STRING\s+shape: \(-1\)")
 
-    def test_next_export_is_a_new_version(self):
-        second = export.export_saved_model(self.model, self.export_dir, beam_size=2)
-        self.assertEqual(second, os.path.join(self.export_dir, "2"))
-        self.assertEqual(export.resolve_saved_model(self.export_dir), second)
+    def test_next_export_is_a_new_version_only_when_something_changed(self):
+        base = os.path.join(self.get_temp_dir(), "versions")
+        first = export.export_saved_model(self.model, base)
+        # The same weights and options again (a rerun of a finished run): no new version.
+        self.assertEqual(export.export_saved_model(self.model, base), first)
+        self.assertEqual(sorted(os.listdir(base)), ["1"])
+        second = export.export_saved_model(self.model, base, beam_size=2)
+        self.assertEqual(second, os.path.join(base, "2"))
+        self.assertEqual(inference.resolve_saved_model(base), second)
         with open(os.path.join(second, "assets.extra", "bytenet_config.json")) as f:
             self.assertEqual(json.load(f)["beam_size"], 2)
+        changed = export.float32_copy(self.model)
+        changed.set_weights([w + 1e-3 for w in self.model.get_weights()])
+        self.assertEqual(export.export_saved_model(changed, base, beam_size=2),
+                         os.path.join(base, "3"))
 
     def test_mixed_precision_model_exports_in_float32(self):
         model = bytenet_tf.build_model("bytenet_small", hidden_size=16, num_stacks=1,
-                                       dtype="mixed_bfloat16", max_length=32)
+                                       dtype="mixed_bfloat16", max_length=32, seed=0)
         path = export.export_saved_model(model, os.path.join(self.get_temp_dir(), "bf16"))
-        out = tf.saved_model.load(path).signatures["serving_default"](
-            source=tf.constant([b"Hallo"]))["translation"]
-        self.assertEqual(out.shape, [1])
+        loaded = tf.saved_model.load(path)
+        stored = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+        weights = {name: dtype for name, dtype in stored.get_variable_to_dtype_map().items()
+                   if name.startswith("model/")}
+        self.assertNotEmpty(weights)
+        self.assertEqual(set(weights.values()), {tf.float32})
+        # Every floating op of the serving graph computes in float32: no bfloat16 anywhere.
+        graph = loaded.signatures["serving_default"].graph.as_graph_def()
+        functions = [graph.node] + [f.node_def for f in graph.library.function]
+        dtypes = {attr.type for nodes in functions for node in nodes
+                  for attr in node.attr.values() if attr.type}
+        self.assertNotIn(tf.bfloat16.as_datatype_enum, dtypes)
+        self.assertIn(tf.float32.as_datatype_enum, dtypes)
+        # And it translates as the float32 copy of the same weights does.
+        batch = tf.constant([b"Hallo", b"", b"\xff"])
+        copy = export.float32_copy(model)
+        expected = byte_codec.decode(decoding.greedy_decode(copy, inference.source_ids(batch, 32)))
+        self.assertAllEqual(loaded.signatures["serving_default"](source=batch)["translation"],
+                            expected)
 
     def test_xla_compiled_export_translates_like_graph_mode(self):
         path = export.export_saved_model(self.model, os.path.join(self.get_temp_dir(), "xla"),
@@ -103,4 +131,4 @@ class ExportTest(tf.test.TestCase):
 
     def test_missing_saved_model_names_the_path(self):
         with self.assertRaisesRegex(FileNotFoundError, "No SavedModel at /nowhere"):
-            export.resolve_saved_model("/nowhere")
+            inference.resolve_saved_model("/nowhere")

@@ -10,10 +10,9 @@ import unittest
 import numpy as np
 import tensorflow as tf
 
-from bytenet_tf import kernels, zoo
-from bytenet_tf.layers import AlphaDropout
-from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
-from bytenet_tf.layers.residual_block import activate, activate_and_drop
+from bytenet_tf import ops, zoo
+from bytenet_tf.ops import cpu, kernels
+from bytenet_tf.ops.reference import DROPPED_VALUE, alpha_dropout_affine
 
 SCALE = 1.0507009873554804934193349852946
 ALPHA = 1.6732632423543772848170429916717
@@ -38,14 +37,15 @@ def bfloat16_ulp(value):
 class FusedSeluTest(tf.test.TestCase):
 
     def setUp(self):
-        self.assertIsNotNone(kernels.library(), "a compiler is present, so the kernel must build")
+        # A compiler is present, so the kernel must build (load raises otherwise).
+        self.library = kernels.load()
 
     def test_forward_is_correctly_rounded_for_every_bfloat16(self):
         values, exact_input = every_bfloat16()
         with np.errstate(all="ignore"):
             exact = np.where(exact_input > 0, SCALE * exact_input,
                              SCALE * ALPHA * np.expm1(np.minimum(exact_input, 0)))
-        got = tf.cast(kernels.selu(values), tf.float32).numpy().astype(np.float64)
+        got = tf.cast(kernels.selu(self.library, values), tf.float32).numpy().astype(np.float64)
         # Normal inputs and outputs in float32's range (the CPU flushes subnormals to zero).
         normal = (np.abs(exact_input) >= 1.2e-38) & (np.abs(exact) >= 1.2e-38) \
             & (np.abs(exact) <= 3.3e38)
@@ -54,7 +54,7 @@ class FusedSeluTest(tf.test.TestCase):
         self.assertLessEqual(error.max(), 0.501)
 
     def test_nan_and_infinities(self):
-        got = kernels.selu(tf.constant([np.nan, np.inf, -np.inf, 0.0], tf.bfloat16))
+        got = kernels.selu(self.library, tf.constant([np.nan, np.inf, -np.inf, 0.0], tf.bfloat16))
         got = tf.cast(got, tf.float32).numpy()
         self.assertTrue(np.isnan(got[0]))
         self.assertEqual(got[1], np.inf)
@@ -64,7 +64,7 @@ class FusedSeluTest(tf.test.TestCase):
         values, exact_input = every_bfloat16()
         with tf.GradientTape() as tape:
             tape.watch(values)
-            outputs = kernels.selu(values)
+            outputs = kernels.selu(self.library, values)
         slope = tape.gradient(outputs, values, output_gradients=tf.ones_like(values))
         slope = tf.cast(slope, tf.float32).numpy().astype(np.float64)
         with np.errstate(all="ignore"):
@@ -85,14 +85,14 @@ class FusedSeluTest(tf.test.TestCase):
                 y = fn(x)
             return tf.cast(tape.gradient(y, x, output_gradients=upstream), tf.float32)
 
-        fused = gradient(kernels.selu)
+        fused = gradient(lambda v: kernels.selu(self.library, v))
         reference = gradient(lambda v: tf.cast(tf.nn.selu(tf.cast(v, tf.float32)), tf.bfloat16))
         self.assertAllClose(fused, reference, rtol=8e-3, atol=1e-3)
 
     def test_float32_matches_tensorflow_and_float64(self):
         x = np.concatenate([np.linspace(-90, 10, 200001), [-1e-7, -1e-30, 0.0, 1e-30]])
         x = x.astype(np.float32).astype(np.float64)
-        got = kernels.selu(tf.constant(x, tf.float32)).numpy().astype(np.float64)
+        got = kernels.selu(self.library, tf.constant(x, tf.float32)).numpy().astype(np.float64)
         exact = np.where(x > 0, SCALE * x, SCALE * ALPHA * np.expm1(np.minimum(x, 0)))
         relative = np.abs(got - exact) / np.maximum(np.abs(exact), 1e-30)
         self.assertLess(relative[np.abs(exact) > 1e-37].max(), 1e-6)
@@ -100,18 +100,19 @@ class FusedSeluTest(tf.test.TestCase):
         with tf.GradientTape() as tape:
             features = tf.constant(x, tf.float32)
             tape.watch(features)
-            outputs = kernels.selu(features)
+            outputs = kernels.selu(self.library, features)
         slope = tape.gradient(outputs, features).numpy()
         exact_slope = np.where(x > 0, SCALE, SCALE * ALPHA * np.exp(np.minimum(x, 0)))
         self.assertAllClose(slope, exact_slope, rtol=1e-6, atol=1e-37)
 
     def test_dropout_drops_at_the_rate_independently_and_reproducibly(self):
         rate = 0.1
-        threshold = AlphaDropout(rate).threshold
+        threshold = cpu.dropout_threshold(rate)
         x = tf.ones([64, 256, 128])
 
         def dropped(seed):
-            return kernels.selu(x, tf.constant(seed, tf.int32), threshold, -9.0).numpy() == -9.0
+            return kernels.selu(self.library, x, tf.constant(seed, tf.int32), threshold,
+                                -9.0).numpy() == -9.0
 
         first = dropped([1, 2])
         units = first.size
@@ -134,7 +135,7 @@ class FusedSeluTest(tf.test.TestCase):
             seed = tf.constant([5, 6], tf.int32)
             with tf.GradientTape(persistent=True) as tape:
                 tape.watch(x)
-                fused = kernels.selu(x, seed, threshold=20000, dropped=-9.0)
+                fused = kernels.selu(self.library, x, seed, threshold=20000, dropped=-9.0)
                 plain = tf.cast(tf.nn.selu(tf.cast(x, tf.float32)), dtype)
             drop = tf.cast(fused, tf.float32).numpy() == -9.0
             self.assertTrue(0.15 < drop.mean() < 0.45)
@@ -148,73 +149,71 @@ class FusedSeluTest(tf.test.TestCase):
 
     def test_bad_seed_and_threshold_name_the_value(self):
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "seed must have shape"):
-            kernels.selu(tf.zeros([2, 3]), tf.zeros([3], tf.int32), threshold=5)
+            kernels.selu(self.library, tf.zeros([2, 3]), tf.zeros([3], tf.int32), threshold=5)
         with self.assertRaisesRegex(ValueError, "threshold=70000"):
-            kernels.selu(tf.zeros([2, 3]), tf.zeros([2], tf.int32), threshold=70000)
+            kernels.selu(self.library, tf.zeros([2, 3]), tf.zeros([2], tf.int32),
+                         threshold=70000)
         with self.assertRaisesRegex(ValueError, "needs a `seed`"):
-            kernels.selu(tf.zeros([2, 3]), threshold=5)
+            kernels.selu(self.library, tf.zeros([2, 3]), threshold=5)
 
-    def test_activate_and_drop_agrees_with_drop_after_activate(self):
-        # The two paths draw different units (hash vs Philox) but the same function of them.
+    def test_fused_tail_draws_other_units_than_the_cpu_path_with_the_same_statistics(self):
+        # The kernel hashes its bits, CpuOps draws Philox numbers: other units, same function.
         x = tf.constant(np.random.default_rng(4).uniform(-3, 3, size=(8, 64, 32)), tf.float32)
+        seed = tf.constant([7, 1], tf.int32)
+        identity = tf.eye(32)
+        a, b = alpha_dropout_affine(0.2)
 
-        def run(fused):
-            dropout = AlphaDropout(0.2, seed=7)
-            original = kernels.fused_selu_available
-            kernels.fused_selu_available = lambda: fused
-            try:
-                with tf.GradientTape() as tape:
-                    tape.watch(x)
-                    outputs, affine = activate_and_drop(x, "selu", dropout, training=True)
-            finally:
-                kernels.fused_selu_available = original
-            return outputs.numpy(), affine, tape.gradient(outputs, x).numpy()
+        def run(implementation):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                outputs = implementation.selu_alpha_dropout_dense(x, 0.2, seed, identity)
+            # Undo the folded affine map: the dropped units are exactly DROPPED_VALUE.
+            return ((outputs - b) / a).numpy(), tape.gradient(outputs, x).numpy()
 
-        for outputs, affine, gradient in (run(True), run(False)):
-            drop = outputs == DROPPED_VALUE
+        runs = [run(ops.get("cpu_fused")), run(ops.get("cpu"))]
+        for outputs, gradient in runs:
+            drop = np.isclose(outputs, DROPPED_VALUE, atol=1e-5)
             self.assertAlmostEqual(drop.mean(), 0.2, delta=0.02)
-            self.assertAllClose(outputs[~drop], tf.nn.selu(x).numpy()[~drop], rtol=1e-6)
+            self.assertAllClose(outputs[~drop], tf.nn.selu(x).numpy()[~drop], rtol=1e-5,
+                                atol=1e-5)
             self.assertTrue(np.all(gradient[drop] == 0))
-            self.assertAllClose(affine, alpha_dropout_affine(0.2))
-        self.assertFalse(np.array_equal(run(True)[0] == DROPPED_VALUE, run(False)[0] == DROPPED_VALUE))
+        self.assertFalse(np.array_equal(np.isclose(runs[0][0], DROPPED_VALUE, atol=1e-5),
+                                        np.isclose(runs[1][0], DROPPED_VALUE, atol=1e-5)))
 
     def test_training_graph_uses_the_kernel_and_inference_does_not(self):
         x = tf.zeros([2, 5, 4], tf.bfloat16)
+        fused = ops.get("cpu_fused")
 
         def op_types(training):
-            graph = tf.function(lambda v: activate(v, "selu", training=training)) \
+            graph = tf.function(lambda v: fused.selu(v, training=training)) \
                 .get_concrete_function(x).graph
             return {op.type for op in graph.get_operations()}
 
         self.assertIn("BytenetSelu", op_types(True))
         self.assertNotIn("BytenetSelu", op_types(False))
-        self.assertNotIn("BytenetSelu", op_types(None))
 
     def test_bfloat16_model_gradients_are_as_close_to_float32_as_the_cast_path(self):
         tf.keras.utils.set_random_seed(0)
         rng = np.random.default_rng(1)
         inputs = {"source": tf.constant(rng.integers(4, 200, size=(3, 20)), tf.int32),
                   "target": tf.constant(rng.integers(4, 200, size=(3, 21)), tf.int32)}
-        models = {dtype: zoo.build_model("bytenet_selu", hidden_size=32, num_stacks=1, dtype=dtype,
-                                         seed=0, dropout_rate=0.0)
-                  for dtype in ("float32", "mixed_bfloat16")}
+        models = {(dtype, policy): zoo.build_model(
+            "bytenet_selu", hidden_size=32, num_stacks=1, dtype=dtype, seed=0, dropout_rate=0.0,
+            ops_policy=policy)
+            for dtype, policy in (("float32", "reference"), ("mixed_bfloat16", "cpu_fused"),
+                                  ("mixed_bfloat16", "cpu"))}
         for model in models.values():
             model(inputs)
-        models["mixed_bfloat16"].set_weights(models["float32"].get_weights())
+            model.set_weights(models["float32", "reference"].get_weights())
 
         def gradients(model):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(model(inputs, training=True) ** 2)
             return [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)]
 
-        exact = gradients(models["float32"])
-        fused = gradients(models["mixed_bfloat16"])
-        original = kernels.fused_selu_available
-        kernels.fused_selu_available = lambda: False
-        try:
-            cast_path = gradients(models["mixed_bfloat16"])
-        finally:
-            kernels.fused_selu_available = original
+        exact = gradients(models["float32", "reference"])
+        fused = gradients(models["mixed_bfloat16", "cpu_fused"])
+        cast_path = gradients(models["mixed_bfloat16", "cpu"])
 
         def error(grads):
             return float(tf.linalg.global_norm([g - e for g, e in zip(grads, exact)])
@@ -223,19 +222,6 @@ class FusedSeluTest(tf.test.TestCase):
         # Measured: 0.079 fused, 0.076 through the casts.
         self.assertLess(error(fused), 0.15)
         self.assertLess(error(fused), 1.5 * error(cast_path))
-
-
-class AvailabilityTest(unittest.TestCase):
-
-    def test_not_used_when_an_accelerator_is_visible(self):
-        original = tf.config.list_logical_devices
-        for kind in ("GPU", "TPU"):
-            tf.config.list_logical_devices = \
-                lambda device_type=None, kind=kind: ["fake"] if device_type == kind else []
-            try:
-                self.assertFalse(kernels.fused_selu_available(), kind)
-            finally:
-                tf.config.list_logical_devices = original
 
 
 class FallbackTest(unittest.TestCase):
@@ -247,25 +233,23 @@ class FallbackTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         return result
 
-    CODE = ("import tensorflow as tf\n"
-            "from bytenet_tf import kernels\n"
-            "from bytenet_tf.layers.residual_block import activate\n"
-            "print('library', kernels.library() is not None)\n"
-            "x = tf.constant([-1.0, 0.5], tf.bfloat16)\n"
-            "print('selu', activate(x, 'selu', training=True).numpy().astype(float).round(3).tolist())\n")
+    CODE = ("from bytenet_tf import ops\n"
+            "print('auto', ops.resolve_policy('auto', accelerator=''))\n"
+            "try:\n"
+            "    ops.resolve_policy('cpu_fused', accelerator='')\n"
+            "except ValueError as error:\n"
+            "    print('explicit', error)\n")
 
-    def test_switched_off(self):
-        result = self.run_python(self.CODE, BYTENET_TF_FUSED_KERNELS="0")
-        self.assertIn("library False", result.stdout)
-        self.assertIn("selu [-1.109, 0.523]", result.stdout)
-
-    def test_compiler_failure_warns_and_falls_back(self):
+    def test_compiler_failure_makes_auto_say_why_and_an_explicit_request_fail(self):
         cache = self.enterContext(tempfile.TemporaryDirectory())
         result = self.run_python(self.CODE, CXX="false", BYTENET_TF_CACHE=cache)
-        self.assertIn("library False", result.stdout)
-        self.assertIn("selu [-1.109, 0.523]", result.stdout)
-        self.assertIn("the fused SELU kernel is unavailable", result.stderr)
-        self.assertIn("compiler exited with 1", result.stderr)
+        auto = next(line for line in result.stdout.splitlines() if line.startswith("auto"))
+        self.assertIn("'cpu'", auto)
+        self.assertIn("compiler exited with 1", auto)
+        explicit = next(line for line in result.stdout.splitlines()
+                        if line.startswith("explicit"))
+        self.assertIn("ops_policy='cpu_fused' is unavailable", explicit)
+        self.assertIn("install a C++ compiler", explicit)
         self.assertEqual(os.listdir(cache), [], "a failed build leaves no file behind")
 
 

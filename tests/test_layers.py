@@ -7,11 +7,13 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
-from bytenet_tf import kernels
+from bytenet_tf import ops
 from bytenet_tf.layers import AlphaDropout, DilatedConv1D, ResidualBlock, SimplifiedResidualBlock
 from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, alpha_dropout_affine
-from bytenet_tf.layers.dilated_conv1d import dense, dilated_convolution
-from bytenet_tf.layers.residual_block import activate
+
+# Every policy that can run here; `cpu_fused` needs its kernel compiled.
+POLICIES = [policy for policy in ops.POLICIES
+            if policy != "cpu_fused" or ops.resolve_policy("auto", accelerator="")[0] == policy]
 
 
 def numpy_dilated_conv(x, kernel, bias, dilation, causal):
@@ -58,89 +60,15 @@ class DilatedConv1DCorrectnessTest(parameterized.TestCase, tf.test.TestCase):
         ("causal_k3_d1", 3, 1, True), ("causal_k3_d4", 3, 4, True), ("causal_k2_d8", 2, 8, True),
         ("centred_k3_d2", 3, 2, False), ("centred_k5_d4", 5, 4, False))
     def test_matches_numpy_reference(self, kernel_size, dilation, causal):
-        layer = DilatedConv1D(4, kernel_size, dilation, causal=causal,
-                              kernel_initializer="glorot_uniform")
-        x = np.random.default_rng(0).normal(size=(2, 17, 3)).astype(np.float32)
-        layer(x)
-        layer.bias.assign(np.arange(4, dtype=np.float32))
-        expected = numpy_dilated_conv(x, layer.kernel.numpy(), layer.bias.numpy(), dilation, causal)
-        self.assertAllClose(layer(x), expected, atol=1e-5)
-
-    @parameterized.named_parameters(
-        ("causal_k3_d4", 3, 4, True), ("causal_k2_d8", 2, 8, True),
-        ("centred_k3_d16", 3, 16, False), ("centred_k5_d1", 5, 1, False))
-    def test_gradient_matches_tf_convolution(self, kernel_size, dilation, causal):
-        # The hand-written gradient against TensorFlow's own for the same function, including a
-        # dilation wider than the sequence (16 > 13), where most taps read padding.
-        span = (kernel_size - 1) * dilation
-        left, right = (span, 0) if causal else (span // 2, span // 2)
-        rng = np.random.default_rng(1)
-        x = tf.constant(rng.normal(size=(3, 13, 4)), tf.float32)
-        kernel = tf.constant(rng.normal(size=(kernel_size, 4, 5)), tf.float32)
-        bias = tf.constant(rng.normal(size=(5,)), tf.float32)
-        upstream = tf.constant(rng.normal(size=(3, 13, 5)), tf.float32)
-        for with_bias in (False, True):
-            b = bias if with_bias else None
-            with tf.GradientTape(persistent=True) as tape:
-                tape.watch([x, kernel, bias])
-                ours = dilated_convolution(x, kernel, dilation, left, right, b)
-                reference = tf.nn.convolution(tf.pad(x, [[0, 0], [left, right], [0, 0]]), kernel,
-                                              padding="VALID", dilations=dilation)
-                if with_bias:
-                    reference = reference + bias
-            self.assertAllClose(ours, reference, atol=1e-5)
-            variables = [x, kernel, bias] if with_bias else [x, kernel]
-            for got, want in zip(tape.gradient(ours, variables, output_gradients=upstream),
-                                 tape.gradient(reference, variables, output_gradients=upstream)):
-                self.assertAllClose(got, want, atol=1e-4)
-
-    def test_gradient_in_bfloat16_is_close_to_float32(self):
-        rng = np.random.default_rng(2)
-        x = rng.normal(size=(2, 32, 8)).astype(np.float32)
-        kernel = (0.3 * rng.normal(size=(3, 8, 8))).astype(np.float32)
-
-        def grads(dtype):
-            xs, ks = tf.constant(x, dtype), tf.constant(kernel, dtype)
-            with tf.GradientTape() as tape:
-                tape.watch([xs, ks])
-                loss = tf.reduce_sum(tf.cast(dilated_convolution(xs, ks, 4, 8, 0), tf.float32) ** 2)
-            return [tf.cast(g, tf.float32) for g in tape.gradient(loss, [xs, ks])]
-
-        for low, high in zip(grads(tf.bfloat16), grads(tf.float32)):
-            self.assertEqual(low.shape, high.shape)
-            self.assertLess(float(tf.norm(low - high) / tf.norm(high)), 0.02)
-
-    def test_affine_map_folds_into_a_width_one_kernel(self):
-        layer = DilatedConv1D(5, kernel_size=1)
-        x = tf.random.stateless_normal([2, 9, 3], seed=[4, 5])
-        layer(x)
-        layer.bias.assign(tf.range(5, dtype=tf.float32))
-        with tf.GradientTape(persistent=True) as tape:
-            tape.watch(x)
-            folded = layer(x, affine=(1.7, -0.4))
-            reference = layer(1.7 * x - 0.4)
-        self.assertAllClose(folded, reference, atol=1e-5)
-        for variable in [x, layer.kernel, layer.bias]:
-            self.assertAllClose(tape.gradient(folded, variable), tape.gradient(reference, variable),
-                                atol=1e-4)
-        with self.assertRaisesRegex(ValueError, "kernel_size=3"):
-            DilatedConv1D(5, kernel_size=3)(x, affine=(1.0, 0.0))
-
-    def test_width_one_gradients_match_tensorflow(self):
-        rng = np.random.default_rng(3)
-        x = tf.constant(rng.normal(size=(6, 4)), tf.float32)
-        kernel = tf.constant(rng.normal(size=(4, 3)), tf.float32)
-        bias = tf.constant(rng.normal(size=(3,)), tf.float32)
-        upstream = tf.constant(rng.normal(size=(6, 3)), tf.float32)
-        with tf.GradientTape(persistent=True) as tape:
-            tape.watch([x, kernel, bias])
-            ours = dense(x, kernel, bias)
-            reference = tf.matmul(x, kernel) + bias
-        self.assertAllClose(ours, reference, atol=1e-6)
-        for got, want in zip(tape.gradient(ours, [x, kernel, bias], output_gradients=upstream),
-                             tape.gradient(reference, [x, kernel, bias],
-                                           output_gradients=upstream)):
-            self.assertAllClose(got, want, atol=1e-5)
+        for policy in POLICIES:
+            layer = DilatedConv1D(4, kernel_size, dilation, causal=causal,
+                                  kernel_initializer="glorot_uniform", ops_policy=policy)
+            x = np.random.default_rng(0).normal(size=(2, 17, 3)).astype(np.float32)
+            layer(x)
+            layer.bias.assign(np.arange(4, dtype=np.float32))
+            expected = numpy_dilated_conv(x, layer.kernel.numpy(), layer.bias.numpy(), dilation,
+                                          causal)
+            self.assertAllClose(layer(x), expected, atol=1e-5, msg=policy)
 
     def test_step_equals_full_causal_call(self):
         layer = DilatedConv1D(5, kernel_size=3, dilation_rate=4, causal=True)
@@ -246,26 +174,6 @@ class AlphaDropoutTest(tf.test.TestCase):
         expected = np.where(kept, a * np.arange(33, dtype=np.float32), 0.0)
         self.assertAllClose(grad, expected, atol=1e-5)
 
-    def test_drop_then_affine_map_equals_call_in_value_and_gradient(self):
-        rate = 0.3
-        x = tf.random.stateless_normal([64, 33], seed=[1, 2])
-        weights = tf.range(33, dtype=tf.float32)
-        results = []
-        for method in ("call", "drop"):
-            layer = AlphaDropout(rate, seed=4)
-            with tf.GradientTape() as tape:
-                tape.watch(x)
-                if method == "call":
-                    y = layer(x, training=True)
-                else:
-                    dropped, (a, b) = layer.drop(x, training=True)
-                    y = a * dropped + b
-                loss = tf.reduce_sum(y * weights)
-            results.append((y, tape.gradient(loss, x)))
-        self.assertAllClose(results[0][0], results[1][0], atol=1e-6)
-        self.assertAllClose(results[0][1], results[1][1], atol=1e-6)
-        self.assertEqual(AlphaDropout(rate).drop(x, training=False), (x, None))
-
     def test_seeded_masks_repeat_and_differ_between_calls(self):
         x = tf.random.stateless_normal([32, 64], seed=[3, 4])
         first, second = AlphaDropout(0.5, seed=7), AlphaDropout(0.5, seed=7)
@@ -297,55 +205,58 @@ class AlphaDropoutTest(tf.test.TestCase):
         relu_block = ResidualBlock(8, activation="relu", dropout_rate=0.1)
         self.assertIsInstance(relu_block.dropout, keras.layers.Dropout)
 
-    def test_selu_block_in_training_equals_dropout_then_convolution(self):
-        # The block folds AlphaDropout's affine map into conv_out; the result must equal the
-        # plain sequence selu -> conv -> selu -> conv -> selu -> dropout -> conv -> residual,
-        # with TensorFlow's ops and with the fused kernel (whose dropout draws its own bits).
-        for fused in (False, True) if kernels.library() is not None else (False,):
-            with self.subTest(fused=fused):
-                original = kernels.fused_selu_available
-                kernels.fused_selu_available = lambda: fused
-                try:
-                    self._check_block_equals_dropout_then_convolution(fused)
-                finally:
-                    kernels.fused_selu_available = original
+    def test_selu_block_in_training_equals_its_plain_sequence(self):
+        # The block's tail is one call, `ops.selu_alpha_dropout_dense`, which the cpu policies
+        # fuse; the block must equal selu -> conv -> selu -> conv -> selu -> AlphaDropout ->
+        # conv -> residual, with the dropout mask of that policy.
+        for policy in POLICIES:
+            with self.subTest(policy=policy):
+                self._check_block_equals_plain_sequence(policy)
 
-    def _check_block_equals_dropout_then_convolution(self, fused):
+    def _check_block_equals_plain_sequence(self, policy):
         x = tf.random.stateless_normal([2, 11, 8], seed=[6, 7])
-        folded = ResidualBlock(8, dilation_rate=2, causal=True, activation="selu",
-                               normalization="none", dropout_rate=0.3, normalize_residual=True,
-                               branch_weight=0.5, seed=9)
-        plain = ResidualBlock.from_config(folded.get_config())
-        folded(x)
-        plain(x)
-        plain.set_weights(folded.get_weights())
-        for conv in plain.convs:
+        block = ResidualBlock(8, dilation_rate=2, causal=True, activation="selu",
+                              normalization="none", dropout_rate=0.3, normalize_residual=True,
+                              branch_weight=0.5, seed=9, ops_policy=policy)
+        block(x)
+        for conv in block.convs:
             conv.bias.assign(tf.random.stateless_normal(conv.bias.shape, seed=[1, 1]))
-        folded.set_weights(plain.get_weights())
-        a, b = alpha_dropout_affine(0.3)
+        # A twin with the block's dropout seed draws the block's first seed.
+        seed = AlphaDropout(0.3, seed=9).next_seed()
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(x)
-            got = folded(x, training=True)
+            got = block(x, training=True)
             h = x
-            for conv in plain.convs:
-                if conv is not plain.convs[-1]:
-                    h = tf.nn.selu(h)
-                elif fused:
-                    dropout = plain.dropout
-                    h = a * kernels.selu(h, dropout.next_seed(), dropout.threshold,
-                                         DROPPED_VALUE) + b
-                else:
-                    h = plain.dropout(tf.nn.selu(h), training=True)
-                h = conv(h)
+            for conv in block.convs[:-1]:
+                h = conv(tf.nn.selu(h))
+            h = block.convs[-1](_selu_then_alpha_dropout(policy, h, 0.3, seed))
             want = (x + 0.5 * h) / np.sqrt(1.25)
         self.assertAllClose(got, want, atol=1e-5)
         self.assertAllClose(tape.gradient(got, x), tape.gradient(want, x), atol=1e-4)
-        self.assertAllClose(tape.gradient(got, folded.convs[-1].kernel),
-                            tape.gradient(want, plain.convs[-1].kernel), atol=1e-4)
+        kernel = block.convs[-1].kernel
+        self.assertAllClose(tape.gradient(got, kernel), tape.gradient(want, kernel), atol=1e-4)
 
-    def test_bfloat16_selu_matches_float32_selu(self):
-        x = tf.random.stateless_normal([4, 9, 8], seed=[2, 2]) * 3
-        self.assertAllEqual(activate(tf.cast(x, tf.bfloat16), "selu"),
-                            tf.cast(tf.nn.selu(tf.cast(tf.cast(x, tf.bfloat16), tf.float32)),
-                                    tf.bfloat16))
-        self.assertEqual(activate(tf.cast(x, tf.bfloat16), "selu").dtype, tf.bfloat16)
+
+def _selu_then_alpha_dropout(policy, x, rate, seed):
+    """selu, then AlphaDropout with the mask that `policy`'s block tail draws from `seed`."""
+    if policy == "cpu_fused":
+        from bytenet_tf.ops import cpu, kernels
+
+        a, b = alpha_dropout_affine(rate)
+        dropped = kernels.selu(kernels.load(), x, seed, cpu.dropout_threshold(rate), DROPPED_VALUE)
+        return a * dropped + b
+    return ops.get(policy).alpha_dropout(tf.nn.selu(x), rate, seed)
+
+
+class KerasMaskTest(tf.test.TestCase):
+
+    def test_block_takes_a_keras_mask_from_an_embedding(self):
+        # supports_masking: a boolean (batch, length) mask from mask_zero=True must work, and
+        # padded positions must not change what real positions compute.
+        ids = keras.Input((None,), dtype="int32")
+        x = keras.layers.Embedding(10, 8, mask_zero=True)(ids)
+        for policy in POLICIES:
+            model = keras.Model(ids, ResidualBlock(8, dilation_rate=2, ops_policy=policy)(x))
+            short = model(np.array([[3, 4, 5]]))
+            padded = model(np.array([[3, 4, 5, 0, 0, 0, 0]]))
+            self.assertAllClose(padded[:, :3], short, atol=1e-5, msg=policy)

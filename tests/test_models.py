@@ -11,7 +11,7 @@ from absl.testing import parameterized
 import bytenet_tf
 from bytenet_tf.models.bytenet import ByteNet
 from pipelines import byte_codec
-from tests.conftest import real_batch
+from tests.conftest import synthetic_batch
 
 MODELS = [(name, name) for name in bytenet_tf.list_models()]
 SMALL = dict(hidden_size=16, num_stacks=1, seed=1)
@@ -66,7 +66,7 @@ class CausalityTest(parameterized.TestCase, tf.test.TestCase):
         # Dropout off: with it, two calls draw different masks anyway; what is tested is the flow
         # of information, which normalization statistics could leak in training mode.
         model = bytenet_tf.build_model(name, dropout_rate=0.0, **SMALL)
-        source, target, _ = real_batch(4, 30)
+        source, target, _ = synthetic_batch(4, 30)
         target = np.array(target)
         j = 12
         changed = target.copy()
@@ -117,9 +117,10 @@ class ReceptiveFieldTest(tf.test.TestCase):
                 for weight in model.weights:
                     if "bias" in weight.path or "beta" in weight.path:
                         weight.assign(rng.normal(size=weight.shape).astype("float32"))
-                source, target, _ = real_batch(2, 20)
+                source, target, _ = synthetic_batch(2, 20)
                 alone = model(_inputs(source[:1], target[:1]))
-                padded_source = [row + [byte_codec.PAD_ID] * 7 for row in source[:1]]
+                padded_source = np.pad(source[:1], [[0, 0], [0, 7]],
+                                       constant_values=byte_codec.PAD_ID)
                 self.assertAllClose(model(_inputs(padded_source, target[:1])), alone, atol=1e-4,
                                     msg=f"{name} normalization={normalization}")
 
@@ -131,7 +132,7 @@ class SerializationTest(parameterized.TestCase, tf.test.TestCase):
         model = bytenet_tf.build_model(
             name, hidden_size=12, num_stacks=1, kernel_size=5, dropout_rate=0.1,
             dilations=(1, 3), unfold_a=1.5, unfold_b=2.0, max_length=77, seed=4)
-        source, target, _ = real_batch(2, 16)
+        source, target, _ = synthetic_batch(2, 16)
         path = os.path.join(self.get_temp_dir(), f"{name}.keras")
         model.save(path)
         loaded = keras.models.load_model(path)
@@ -155,7 +156,7 @@ class PrecisionTest(parameterized.TestCase, tf.test.TestCase):
         optimizer = keras.optimizers.Adam(1e-3)
         if policy == "mixed_float16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        source, target, labels = real_batch(2, 16)
+        source, target, labels = synthetic_batch(2, 16)
         before = [w.numpy().copy() for w in model.trainable_variables]
         with tf.GradientTape() as tape:
             logits = model(_inputs(source, target), training=True)

@@ -7,7 +7,9 @@ import numpy as np
 import tensorflow as tf
 
 from pipelines import byte_codec, datasets, digits, preprocessing, text
-from tests.conftest import deen_path
+import tempfile
+
+from tests.conftest import deen_path, write_parallel_files
 
 
 def _write(path, data):
@@ -50,6 +52,21 @@ class DigitsTest(tf.test.TestCase):
     def test_default_covers_one_to_five_digits(self):
         train, _ = digits.digit_pairs("default")
         self.assertEqual({len(t) for _, t in train}, {1, 2, 3, 4, 5})
+
+    def test_default_gives_every_length_a_share_by_its_digits(self):
+        # Drawn without replacement, the ten one-digit numbers were 10 of 20,000 pairs.
+        train, _ = digits.digit_pairs("default")
+        lengths = np.array([len(t) for _, t in train])
+        for length in range(1, 6):
+            self.assertAllClose((lengths == length).mean(), length / 15, atol=0.01)
+
+    def test_independent_numbers_mark_those_seen_in_training(self):
+        drawn = digits.independent_numbers("default", per_length=50, seed=1)
+        self.assertLen(drawn, 250)
+        train = {t.decode() for _, t in digits.digit_pairs("default")[0]}
+        self.assertEqual([seen for _, seen in drawn], [n in train for n, _ in drawn])
+        self.assertTrue(all(seen for n, seen in drawn if len(n) <= 2))
+        self.assertFalse(all(seen for n, seen in drawn if len(n) == 5))
 
     def test_spelling_is_lowercase_single_spaced(self):
         self.assertEqual(digits.spell("104"), "one zero four")
@@ -113,21 +130,27 @@ class TextFilesTest(tf.test.TestCase):
         self.assertEqual(list(dataset.as_numpy_iterator()), [(b"eins", b"one"), (b"zwei", b"two")])
 
     def test_missing_file_names_the_path_and_the_fix(self):
-        with self.assertRaisesRegex(FileNotFoundError, r"/nowhere/x\.de does not exist.*--source_file"):
+        with self.assertRaisesRegex(FileNotFoundError, r"/nowhere/x\.de does not exist.*`source_file`"):
             text.parallel_text_dataset("/nowhere/x.de", "/nowhere/x.en")
 
     def test_text_dataset_needs_files(self):
-        with self.assertRaisesRegex(ValueError, "--dataset=text needs --source_file"):
-            datasets.load_pairs(datasets.DataSpec(name="text"))
+        with self.assertRaisesRegex(ValueError, "dataset='text' needs `source_file`"):
+            datasets.load_pairs(datasets.DataSpec(dataset="text"))
 
     def test_unknown_dataset_lists_choices(self):
-        with self.assertRaisesRegex(ValueError, "--dataset=europal is unknown; choose one of: digits"):
-            datasets.load_pairs(datasets.DataSpec(name="europal"))
+        with self.assertRaisesRegex(ValueError, "dataset='europal' is unknown; choose one of: digits"):
+            datasets.load_pairs(datasets.DataSpec(dataset="europal"))
+
+
+_SYNTHETIC = {}
 
 
 def _fixture_spec():
-    return datasets.DataSpec(name="text", source_file=deen_path("fixture-small.de"),
-                             target_file=deen_path("fixture-small.en"))
+    """500 synthetic line-aligned pairs of 1 to 60 bytes, written once per test process."""
+    if not _SYNTHETIC:
+        _SYNTHETIC["files"] = write_parallel_files(tempfile.mkdtemp(), 500, seed=21)
+    source_file, target_file = _SYNTHETIC["files"]
+    return datasets.DataSpec(dataset="text", source_file=source_file, target_file=target_file)
 
 
 class PreprocessingTest(tf.test.TestCase):
@@ -149,14 +172,15 @@ class PreprocessingTest(tf.test.TestCase):
             (tf.constant([b"a" * 9, b"a" * 10, b"a", b"b"]), tf.constant([b"x", b"x", b"x" * 10, b"y"])))
         config = preprocessing.PipelineConfig(max_length=10, batch_size=8, shuffle_buffer=0,
                                               repeat=False, bucketing=False)
-        dataset, counter = preprocessing.make_batches(pairs, config)
+        counter = preprocessing.LengthFilter(10)
+        dataset = preprocessing.make_batches(pairs, config, length_filter=counter)
         (features, labels), = list(dataset)
         self.assertEqual(features["source"].shape[0], 2)  # 9 bytes + EOS fits, 10 + EOS does not
         self.assertEqual(counter.counts(), {"kept": 2, "dropped": 2})
 
     def test_batches_are_aligned_and_padded_with_pad(self):
         config = preprocessing.PipelineConfig(batch_size=16, seed=0, shuffle_buffer=0, repeat=False)
-        dataset, _ = datasets.make_dataset(_fixture_spec(), config)
+        dataset = datasets.make_dataset(_fixture_spec(), config)
         for features, labels in dataset.take(5):
             self.assertEqual(features["target"].shape, labels.shape)
             shifted = features["target"][:, 1:]
@@ -165,9 +189,11 @@ class PreprocessingTest(tf.test.TestCase):
                                 tf.fill([labels.shape[0]], byte_codec.BOS_ID))
 
     def test_bucketing_lowers_padding(self):
-        spec = _fixture_spec()
-        bucketed, _ = datasets.make_dataset(spec, preprocessing.PipelineConfig(batch_size=16))
-        plain, _ = datasets.make_dataset(spec, preprocessing.PipelineConfig(batch_size=16,
+        # Real sentence lengths: what bucketing is for.
+        spec = datasets.DataSpec(dataset="text", source_file=deen_path("fixture-small.de"),
+                                 target_file=deen_path("fixture-small.en"))
+        bucketed = datasets.make_dataset(spec, preprocessing.PipelineConfig(batch_size=16))
+        plain = datasets.make_dataset(spec, preprocessing.PipelineConfig(batch_size=16,
                                                                            bucketing=False))
         with_buckets = preprocessing.padding_fraction(bucketed, 30)
         without = preprocessing.padding_fraction(plain, 30)
@@ -176,7 +202,7 @@ class PreprocessingTest(tf.test.TestCase):
 
     def test_token_budget_bounds_batch_tokens(self):
         config = preprocessing.PipelineConfig(tokens_per_batch=2048)
-        dataset, _ = datasets.make_dataset(_fixture_spec(), config)
+        dataset = datasets.make_dataset(_fixture_spec(), config)
         for features, labels in dataset.take(20):
             longest = max(features["source"].shape[1], labels.shape[1])
             bucket_edge = min(e for e in preprocessing.default_boundaries(500) + (500,) if e >= longest)
@@ -184,29 +210,29 @@ class PreprocessingTest(tf.test.TestCase):
 
     def test_same_seed_same_batches_byte_for_byte(self):
         config = preprocessing.PipelineConfig(batch_size=8, seed=7)
-        first = _batches_as_bytes(datasets.make_dataset(_fixture_spec(), config)[0], 10)
-        second = _batches_as_bytes(datasets.make_dataset(_fixture_spec(), config)[0], 10)
+        first = _batches_as_bytes(datasets.make_dataset(_fixture_spec(), config), 10)
+        second = _batches_as_bytes(datasets.make_dataset(_fixture_spec(), config), 10)
         self.assertEqual(first, second)
 
     def test_different_seed_different_order(self):
         first = _batches_as_bytes(datasets.make_dataset(
-            _fixture_spec(), preprocessing.PipelineConfig(batch_size=8, seed=7))[0], 10)
+            _fixture_spec(), preprocessing.PipelineConfig(batch_size=8, seed=7)), 10)
         second = _batches_as_bytes(datasets.make_dataset(
-            _fixture_spec(), preprocessing.PipelineConfig(batch_size=8, seed=8))[0], 10)
+            _fixture_spec(), preprocessing.PipelineConfig(batch_size=8, seed=8)), 10)
         self.assertNotEqual(first, second)
 
     def test_shards_are_disjoint_and_complete(self):
         config = preprocessing.PipelineConfig(batch_size=1000, shuffle_buffer=0, repeat=False,
                                               bucketing=False)
         def rows(input_context):
-            dataset, _ = datasets.make_dataset(_fixture_spec(), config, input_context=input_context)
+            dataset = datasets.make_dataset(_fixture_spec(), config, input_context=input_context)
             features, _ = next(iter(dataset))
             return [row.tobytes().rstrip(b"\x00") for row in features["source"].numpy()]
 
         shards = [rows(tf.distribute.InputContext(2, worker)) for worker in range(2)]
         self.assertEqual((len(shards[0]), len(shards[1])), (250, 250))
-        # Together the shards hold every pair exactly once (the fixture has duplicate lines,
-        # so compare multisets).
+        # Together the shards hold every pair exactly once (lines may repeat, so compare
+        # multisets).
         self.assertEqual(sorted(shards[0] + shards[1]), sorted(rows(None)))
 
     def test_unicode_normalization_keeps_invalid_bytes(self):
@@ -216,9 +242,9 @@ class PreprocessingTest(tf.test.TestCase):
         self.assertEqual(target.numpy(), b"\xff\xfe")
 
     def test_digits_dataset_batches(self):
-        spec = datasets.DataSpec(name="digits", digits_config="thesis")
+        spec = datasets.DataSpec(dataset="digits", digits_config="thesis")
         config = preprocessing.PipelineConfig(batch_size=16, max_length=64)
-        features, labels = next(iter(datasets.make_dataset(spec, config)[0]))
+        features, labels = next(iter(datasets.make_dataset(spec, config)))
         decoded = byte_codec.decode(labels).numpy()
         self.assertTrue(all(d.isdigit() for d in decoded))
         self.assertEqual(np.asarray(features["source"]).dtype, np.int32)

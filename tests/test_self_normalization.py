@@ -5,14 +5,13 @@ import tensorflow as tf
 import bytenet_tf
 from bytenet_tf.analysis import block_statistics, format_statistics, summary
 from pipelines import byte_codec
-from tests.conftest import pad_batch, read_lines
+from tests.conftest import read_lines
 
 
 def _real_text(count=32):
-    sources = read_lines("fixture-small.de", count)
-    targets = read_lines("fixture-small.en", count)
-    source = pad_batch([byte_codec.encode_python(s) + [byte_codec.EOS_ID] for s in sources])
-    target = pad_batch([[byte_codec.BOS_ID] + byte_codec.encode_python(t) for t in targets])
+    # The statistics of real sentences at initialization: what the claim is about.
+    source, target, _ = byte_codec.frame_batch(read_lines("fixture-small.de", count),
+                                               read_lines("fixture-small.en", count))
     return tf.constant(source), tf.constant(target)
 
 

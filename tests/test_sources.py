@@ -9,7 +9,7 @@ from unittest import mock
 import tensorflow as tf
 
 from pipelines import datasets, newstest, tfds_sources
-from tests.conftest import read_lines
+from tests.conftest import synthetic_lines
 
 
 def _write_sacrebleu_cache(root, year, langpair, sources, references):
@@ -33,12 +33,12 @@ class NewstestTest(tf.test.TestCase):
 
     def test_reads_the_sacrebleu_cache_layout(self):
         root = self.get_temp_dir()
-        sources = read_lines("fixture-tiny.de", 20)
-        references = read_lines("fixture-tiny.en", 20)
+        sources = [line or b"leer" for line in synthetic_lines(20, 5)]
+        references = [line or b"empty" for line in synthetic_lines(20, 6)]
         _write_sacrebleu_cache(root, 2013, "de-en", sources, references)
         with mock.patch("sacrebleu.dataset.base.download_file", _no_network):
             source_file, reference_file = newstest.newstest_files(2013, "de", "en", root)
-            spec = datasets.DataSpec(name="newstest", newstest_year=2013, data_dir=root)
+            spec = datasets.DataSpec(dataset="newstest", newstest_year=2013, data_dir=root)
             pairs = list(datasets.load_pairs(spec).as_numpy_iterator())
         self.assertEqual(source_file, os.path.join(root, "wmt13", "wmt13.de-en.src"))
         self.assertEqual(reference_file, os.path.join(root, "wmt13", "wmt13.de-en.ref"))
@@ -74,7 +74,7 @@ class EuroparlTest(tf.test.TestCase):
         return [(t, s) for s, t in pairs] if reverse else pairs
 
     def _pairs(self, manual_dir, source_lang="de", target_lang="en"):
-        spec = datasets.DataSpec(name="europarl", data_dir=manual_dir, source_lang=source_lang,
+        spec = datasets.DataSpec(dataset="europarl", data_dir=manual_dir, source_lang=source_lang,
                                  target_lang=target_lang, download=False)
         return list(datasets.load_pairs(spec).as_numpy_iterator())
 
@@ -85,6 +85,9 @@ class EuroparlTest(tf.test.TestCase):
                 f.write(data)
         self.assertEqual(self._pairs(root), self._expected())
         self.assertEqual(self._pairs(root, "en", "de"), self._expected(reverse=True))
+        spec = datasets.DataSpec(dataset="europarl", data_dir=root, download=False)
+        _, stats = datasets.load_pairs_with_stats(spec)
+        self.assertEqual((stats.lines, stats.kept, stats.empty), (3, 2, 1))
 
     def test_wmt_archive_layout(self):
         root = os.path.join(self.get_temp_dir(), "wmt")
@@ -113,8 +116,10 @@ class EuroparlTest(tf.test.TestCase):
         import tensorflow_datasets as tfds
 
         with tfds.testing.mock_data(num_examples=6):
-            pairs = list(tfds_sources.europarl_pairs(
-                "train", "de", "en", data_dir=self.get_temp_dir()).as_numpy_iterator())
+            dataset, stats = tfds_sources.europarl_pairs("train", "de", "en",
+                                                         data_dir=self.get_temp_dir())
+            pairs = list(dataset.as_numpy_iterator())
+        self.assertIsNone(stats)
         self.assertLen(pairs, 6)
         self.assertTrue(all(isinstance(s, bytes) and isinstance(t, bytes) for s, t in pairs))
 
@@ -124,11 +129,11 @@ class Wmt14Test(tf.test.TestCase):
     def test_wmt14_through_tfds_mock_data(self):
         import tensorflow_datasets as tfds
 
-        spec = datasets.DataSpec(name="wmt14", data_dir=self.get_temp_dir())
+        spec = datasets.DataSpec(dataset="wmt14", data_dir=self.get_temp_dir())
         with tfds.testing.mock_data(num_examples=5):
             pairs = list(datasets.load_pairs(spec, "train").as_numpy_iterator())
             reverse = list(datasets.load_pairs(
-                datasets.DataSpec(name="wmt14", source_lang="en", target_lang="de",
+                datasets.DataSpec(dataset="wmt14", source_lang="en", target_lang="de",
                                   data_dir=self.get_temp_dir()), "train").as_numpy_iterator())
         self.assertLen(pairs, 5)
         self.assertEqual([(t, s) for s, t in pairs], reverse)

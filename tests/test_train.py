@@ -1,5 +1,6 @@
 """bytenet-train end to end: digits, text, resume, NaN, mirrored and two workers."""
 
+import dataclasses
 import glob
 import json
 import os
@@ -14,8 +15,8 @@ import tensorflow as tf
 
 from bytenet_tf.training import devices, trainer
 from bytenet_tf.training.config import TrainConfig
-from pipelines import datasets
-from tests.conftest import PROJECT_ROOT, deen_path
+from pipelines import datasets, digits
+from tests.conftest import PROJECT_ROOT, deen_path, synthetic_lines
 from tests.helpers.free_ports import free_ports
 
 TINY = dict(hidden_size=16, num_stacks=1, batch_size=8, max_length=64, warmup_steps=5,
@@ -34,17 +35,32 @@ def _train_command(model_dir, *flags):
             "--hidden_size=16", "--num_stacks=1", "--batch_size=8", "--valid_size=8", *flags]
 
 
+def assert_same_model_weights(test, got_dir, want_dir, atol=1e-6):
+    """The newest checkpoints of two model dirs hold the same model weights."""
+    want = tf.train.load_checkpoint(tf.train.latest_checkpoint(want_dir))
+    got = tf.train.load_checkpoint(tf.train.latest_checkpoint(got_dir))
+    names = [n for n in want.get_variable_to_shape_map() if n.startswith("model/")]
+    test.assertNotEmpty(names)
+    for name in names:
+        test.assertAllClose(got.get_tensor(name), want.get_tensor(name), atol=atol, msg=name)
+
+
 class TrainEndToEndTest(tf.test.TestCase):
 
     def test_digits_run_trains_validates_and_exports(self):
         model_dir = self.get_temp_dir() + "/digits"
         results = trainer.train_and_evaluate(TrainConfig(
-            data=datasets.DataSpec(name="digits", digits_config="thesis"), model_dir=model_dir,
+            data=datasets.DataSpec(dataset="digits", digits_config="thesis"), model_dir=model_dir,
             export_dir=model_dir + "/export", train_steps=10, checkpoint_every=5, **TINY))
         self.assertEqual(results["step"], 10)
         self.assertTrue(np.isfinite(results["train_loss"]))
         self.assertEqual(results["valid"]["sentences"], 8)
         self.assertIn("4-gram", results["valid"]["bleu_caveat"])
+        rows = results["exact_match_by_length"]
+        self.assertEqual([row["digits"] for row in rows], [2, 3])  # the thesis config's lengths
+        self.assertEqual([row["numbers"] for row in rows], [200, 200])
+        self.assertEqual(rows[0]["seen_in_training"] + rows[1]["seen_in_training"],
+                         sum(seen for _, seen in digits.independent_numbers("thesis")))
         self.assertTrue(os.path.isfile(os.path.join(results["export_path"], "saved_model.pb")))
         with open(os.path.join(model_dir, "config.json")) as f:
             config = json.load(f)
@@ -55,7 +71,7 @@ class TrainEndToEndTest(tf.test.TestCase):
     def test_text_run_on_real_fixtures(self):
         model_dir = self.get_temp_dir() + "/text"
         data = datasets.DataSpec(
-            name="text", source_file=deen_path("fixture-small.de"),
+            dataset="text", source_file=deen_path("fixture-small.de"),
             target_file=deen_path("fixture-small.en"),
             valid_source_file=deen_path("fixture-tiny.de"),
             valid_target_file=deen_path("fixture-tiny.en"))
@@ -64,13 +80,59 @@ class TrainEndToEndTest(tf.test.TestCase):
             checkpoint_every=3, **TINY))
         self.assertEqual(results["step"], 6)
         self.assertIsNone(results["export_path"])
-        self.assertIn("BLEU", results["valid"]["signature"].upper() + "BLEU")
-        self.assertIn("nrefs:1", results["valid"]["signature"])
+        # sacrebleu's BLEU signature (chrF's has no tok: or smooth: field), one reference each.
+        self.assertRegex(results["valid"]["signature"],
+                         r"^nrefs:1\|case:mixed\|eff:no\|tok:13a\|smooth:exp\|version:2\.6\.0$")
+        self.assertEqual(results["valid"]["sentences"], 8)
         self.assertEqual(results["valid"]["bleu_caveat"], "")
+        self.assertEqual(results["data"]["train_files"], {"lines": 500, "kept": 500, "empty": 0})
+
+    def test_empty_pairs_are_counted_in_the_results(self):
+        model_dir = self.get_temp_dir() + "/empty_pairs"
+        sources = [b"eins", b"", b"drei", b"vier", b"f\xc3\xbcnf"]
+        targets = [b"one", b"two", b"", b"four", b"five"]
+        files = []
+        for name, lines in (("e.de", sources), ("e.en", targets)):
+            files.append(os.path.join(self.get_temp_dir(), name))
+            with open(files[-1], "wb") as f:
+                f.write(b"\n".join(lines) + b"\n")
+        data = datasets.DataSpec(dataset="text", source_file=files[0], target_file=files[1],
+                                 valid_source_file=files[0], valid_target_file=files[1])
+        results = trainer.train_and_evaluate(TrainConfig(
+            data=data, model_dir=model_dir, export=False, train_steps=2, checkpoint_every=2,
+            **TINY))
+        with open(os.path.join(model_dir, "results.json")) as f:
+            written = json.load(f)
+        for counts in (results["data"]["train_files"], written["data"]["train_files"]):
+            self.assertEqual(counts, {"lines": 5, "kept": 3, "empty": 2})
+
+    def test_resumed_run_continues_the_same_data_stream(self):
+        # 3 steps, stop, resume to 6 must equal 6 steps in one go: same weights, so the model,
+        # the optimizer, the dropout seeds and the data iterator all continued.
+        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                    export=False, checkpoint_every=3, **dict(TINY, shuffle_buffer=64))
+        straight = self.get_temp_dir() + "/straight"
+        trainer.train_and_evaluate(TrainConfig(model_dir=straight, train_steps=6, **base))
+        resumed = self.get_temp_dir() + "/resumed"
+        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=3, **base))
+        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=6, **base))
+        assert_same_model_weights(self, resumed, straight)
+
+    def test_rerun_of_a_finished_run_exports_no_new_version(self):
+        model_dir = self.get_temp_dir() + "/reexport"
+        config = TrainConfig(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                             model_dir=model_dir, export_dir=model_dir + "/export",
+                             train_steps=2, checkpoint_every=2, **TINY)
+        first = trainer.train_and_evaluate(config)["export_path"]
+        again = trainer.train_and_evaluate(config)["export_path"]
+        self.assertEqual(again, first)
+        self.assertEqual(sorted(os.listdir(model_dir + "/export")), ["1"])
+        longer = trainer.train_and_evaluate(dataclasses.replace(config, train_steps=4))
+        self.assertEqual(longer["export_path"], model_dir + "/export/2")
 
     def test_finished_run_does_not_train_again(self):
         model_dir = self.get_temp_dir() + "/finished"
-        config = TrainConfig(data=datasets.DataSpec(name="digits", digits_config="thesis"),
+        config = TrainConfig(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
                              model_dir=model_dir, export=False, train_steps=4,
                              checkpoint_every=2, **TINY)
         trainer.train_and_evaluate(config)
@@ -82,7 +144,7 @@ class TrainEndToEndTest(tf.test.TestCase):
 
     def test_nan_loss_stops_with_the_step_and_keeps_last_good_checkpoint(self):
         model_dir = self.get_temp_dir() + "/nan"
-        config = TrainConfig(data=datasets.DataSpec(name="digits", digits_config="thesis"),
+        config = TrainConfig(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
                              model_dir=model_dir, export=False, train_steps=50,
                              checkpoint_every=1, learning_rate=1e30,
                              **dict(TINY, warmup_steps=1))
@@ -97,7 +159,7 @@ class TrainEndToEndTest(tf.test.TestCase):
 
     def test_changed_model_in_same_model_dir_is_refused(self):
         model_dir = self.get_temp_dir() + "/changed"
-        base = dict(data=datasets.DataSpec(name="digits", digits_config="thesis"),
+        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
                     model_dir=model_dir, export=False, train_steps=2, checkpoint_every=2)
         trainer.train_and_evaluate(TrainConfig(**base, **TINY))
         with self.assertRaisesRegex(ValueError, "hidden_size: 16 there, 24 now"):
@@ -124,40 +186,62 @@ class ResumeTest(tf.test.TestCase):
             process.wait()
         killed_at = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
         self.assertGreaterEqual(killed_at, 10)
-        resumed = subprocess.run(
-            _train_command(model_dir, "--dataset=digits", "--digits_config=thesis",
-                           f"--train_steps={killed_at + 5}", "--checkpoint_every=5",
-                           "--export=false"),
-            env=_env(), capture_output=True, text=True, timeout=300)
-        self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+        def run_to(directory, steps):
+            completed = subprocess.run(
+                _train_command(directory, "--dataset=digits", "--digits_config=thesis",
+                               f"--train_steps={steps}", "--checkpoint_every=5", "--export=false"),
+                env=_env(), capture_output=True, text=True, timeout=300)
+            self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+            return completed
+
+        resumed = run_to(model_dir, killed_at + 5)
         self.assertIn(f"at step {killed_at}.", resumed.stderr)
         self.assertEqual(json.loads(resumed.stdout.strip().splitlines()[-1])["step"], killed_at + 5)
+        # The weights continue from the checkpoint (and the data from its iterator): they equal
+        # those of a run that was never killed.
+        straight_dir = self.get_temp_dir() + "/never_killed"
+        run_to(straight_dir, killed_at + 5)
+        assert_same_model_weights(self, model_dir, straight_dir)
 
 
 class DistributedTest(tf.test.TestCase):
 
     def test_mirrored_over_two_logical_cpus_equals_one_device(self):
         completed = subprocess.run(
-            [sys.executable, os.path.join(PROJECT_ROOT, "tests", "helpers", "mirrored_equivalence.py"),
-             deen_path("fixture-small.de"), deen_path("fixture-small.en")],
+            [sys.executable, os.path.join(PROJECT_ROOT, "tests", "helpers", "mirrored_equivalence.py")],
             env=_env(), capture_output=True, text=True, timeout=300)
         self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
         result = json.loads(completed.stdout.strip().splitlines()[-1])
         self.assertEqual(result["replicas"], 2)
         self.assertAllClose(result["losses_mirrored"], result["losses_single"], atol=1e-5)
+        # The weights moved (SGD at 0.5), so equal weights mean equal training, not no training.
+        self.assertGreater(result["max_weight_change"], 1e-2)
         self.assertLess(result["max_weight_difference"], 1e-5)
 
-    def test_two_workers_on_localhost_end_with_identical_weights(self):
+    def test_two_workers_on_localhost_read_their_own_shards_and_end_equal(self):
         model_dir = self.get_temp_dir() + "/multi_worker"
+        # Line i is too long for max_length when i % 4 == 1. Sharded by 2, worker 0 reads only
+        # even lines and drops nothing; worker 1 drops half of its lines. Unsharded, both
+        # would read every line and drop the same share.
+        short = synthetic_lines(64, seed=4, max_bytes=30)
+        sources = [b"x" * 100 if i % 4 == 1 else (line or b"kurz") for i, line in enumerate(short)]
+        targets = [line or b"short" for line in synthetic_lines(64, seed=5, max_bytes=30)]
+        files = []
+        for name, lines in (("src.de", sources), ("tgt.en", targets)):
+            files.append(os.path.join(self.get_temp_dir(), name))
+            with open(files[-1], "wb") as f:
+                f.write(b"\n".join(lines) + b"\n")
+        data_flags = ["--dataset=text", f"--source_file={files[0]}", f"--target_file={files[1]}",
+                      f"--valid_source_file={files[0]}", f"--valid_target_file={files[1]}",
+                      "--max_length=64"]
         ports = free_ports(2)
         cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
         processes = []
         for index in range(2):
             tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
             processes.append(subprocess.Popen(
-                _train_command(model_dir, "--strategy=multi_worker", "--dataset=digits",
-                               "--digits_config=thesis", "--train_steps=6",
-                               "--checkpoint_every=3", "--export=false"),
+                _train_command(model_dir, "--strategy=multi_worker", *data_flags,
+                               "--train_steps=6", "--checkpoint_every=3", "--export=false"),
                 env=_env(TF_CONFIG=tf_config), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True))
         outputs = []
@@ -170,12 +254,12 @@ class DistributedTest(tf.test.TestCase):
         for process, (_, stderr) in zip(processes, outputs):
             self.assertEqual(process.returncode, 0, stderr[-3000:])
         self.assertIn("MultiWorkerMirroredStrategy, 2 replicas", outputs[0][1])
+        counts = [json.loads(stdout.strip().splitlines()[-1])["data"]["length_filter"]
+                  for stdout, _ in outputs]
+        self.assertEqual(counts[0]["dropped"], 0)
+        self.assertGreater(counts[1]["dropped"], 0)
+        assert_same_model_weights(self, model_dir + "/worker_1", model_dir, atol=0)
         chief = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
-        worker = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir + "/worker_1"))
-        names = [n for n in chief.get_variable_to_shape_map() if n.startswith("model/")]
-        self.assertNotEmpty(names)
-        for name in names:
-            self.assertAllEqual(chief.get_tensor(name), worker.get_tensor(name))
         self.assertEqual(chief.get_tensor("step/.ATTRIBUTES/VARIABLE_VALUE"), 6)
 
 
@@ -212,9 +296,9 @@ class DevicesTest(tf.test.TestCase):
             zoo.build_model("bytenet_selu", hidden_size=8, branch_weight=0)
 
     def test_unknown_choices_name_the_value(self):
-        with self.assertRaisesRegex(ValueError, "--precision=fp8 is unknown"):
+        with self.assertRaisesRegex(ValueError, "precision='fp8' is unknown"):
             devices.resolve_precision("fp8")
-        with self.assertRaisesRegex(ValueError, "--strategy=horovod is unknown"):
+        with self.assertRaisesRegex(ValueError, "strategy='horovod' is unknown"):
             devices.resolve_strategy("horovod")
 
     def test_multi_worker_without_tf_config_explains(self):
@@ -223,6 +307,47 @@ class DevicesTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "needs the cluster in the TF_CONFIG"):
             with mock.patch.dict(os.environ, env, clear=True):
                 devices.resolve_strategy("multi_worker")
+
+
+class ConfigurationSourceTest(tf.test.TestCase):
+
+    def test_every_config_field_is_a_flag_with_its_help_and_default(self):
+        from absl import flags
+
+        from bytenet_tf import train
+
+        names = {field.name for field, _ in train._fields()}
+        self.assertEqual(names, {f.name for f in dataclasses.fields(TrainConfig)
+                                 if f.name != "data"} | {f.name for f in dataclasses.fields(
+                                     datasets.DataSpec)})
+        for name in names:
+            self.assertIn(name, flags.FLAGS)
+        self.assertEqual(flags.FLAGS["dataset"].default, "digits")
+        self.assertIn("Default: 32 (digits preset: 64).", flags.FLAGS["batch_size"].help)
+        self.assertEqual(flags.FLAGS["ops_policy"].parser.enum_values,
+                         ["auto", "reference", "cpu", "cpu_fused"])
+
+    def test_library_errors_name_arguments_and_the_binary_names_flags(self):
+        from bytenet_tf.training.config import resolve
+
+        with self.assertRaisesRegex(ValueError, r"^`batch_size` must be >= 1. Received: "
+                                                r"batch_size=0$") as raised:
+            resolve(TrainConfig(batch_size=0))
+        from bytenet_tf import train
+
+        self.assertEqual(train.flag_message(str(raised.exception)),
+                         "--batch_size must be >= 1. Received: --batch_size=0")
+        # Names that are not flags stay as they are.
+        self.assertEqual(train.flag_message("`rate` must be < 1. Received: rate=2"),
+                         "`rate` must be < 1. Received: rate=2")
+
+    def test_binary_reports_a_bad_flag_value_in_flag_terms(self):
+        completed = subprocess.run(
+            _train_command(self.get_temp_dir() + "/bad", "--batch_size=0"), env=_env(),
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(completed.returncode, 1)
+        self.assertIn("bytenet-train: error: --batch_size must be >= 1. Received: --batch_size=0",
+                      completed.stderr)
 
 
 class FusedAdamTest(tf.test.TestCase):

@@ -5,66 +5,12 @@ import math
 import keras
 import tensorflow as tf
 
-from bytenet_tf import kernels
-from bytenet_tf.layers.alpha_dropout import DROPPED_VALUE, AlphaDropout, alpha_dropout_affine
+from bytenet_tf import ops
+from bytenet_tf.layers.alpha_dropout import AlphaDropout
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization, validate_normalization
 
 ACTIVATIONS = ("relu", "selu")
-
-
-def activate(x, activation, dropout=None, training=None):
-    """Applies `activation` (`relu` or `selu`), then `dropout` (a layer) if given.
-
-    A selu in training, on CPU, runs as `bytenet_tf.kernels.selu`, one pass each way, when that
-    kernel could be compiled here. Otherwise a bfloat16 selu and its dropout run in float32
-    between two casts: on CPU, Eigen's bfloat16 elementwise ops are slow (`Selu` and
-    `SeluGrad` took 1.95 ms forward and backward on a 16 x 256 x 128 tensor, the casts and
-    float32 ops 1.04 ms). Either way the result is the same function, rounded to bfloat16 once
-    at the end. Inference always takes TensorFlow's ops, so exported SavedModels hold no
-    custom op.
-    """
-    dtype = x.dtype
-    if activation == "relu":
-        x = tf.nn.relu(x)
-    elif _fused(x, training):
-        x = kernels.selu(x)
-    else:
-        if dtype == tf.bfloat16:
-            x = tf.cast(x, tf.float32)
-        x = tf.nn.selu(x)
-    if dropout is not None:
-        x = dropout(x, training=training)
-    return tf.cast(x, dtype)
-
-
-def activate_and_drop(x, activation, dropout, training=None):
-    """`dropout.drop(activate(x, activation))`: AlphaDropout without its affine map.
-
-    With the fused kernel (see `activate`), selu and the whole dropout are one pass each way:
-    `bytenet_tf.kernels.selu` draws the dropout's random bits itself, from the layer's next
-    seed. Those are not the bits of `AlphaDropout.keep_mask` (Philox), so the two paths drop
-    different units from the same seed, each with probability `rate` (quantized to 2**-16)
-    and each reproducible.
-
-    Args:
-        x: tensor of shape `(..., channels)`.
-        activation: `selu` (or `relu`, which takes the unfused path).
-        dropout: an `AlphaDropout` layer.
-        training: bool.
-
-    Returns:
-        `(outputs, affine)` as `AlphaDropout.drop` returns them.
-    """
-    if activation == "selu" and _fused(x, training) and dropout.rate > 0:
-        outputs = kernels.selu(x, dropout.next_seed(), dropout.threshold, DROPPED_VALUE)
-        return outputs, alpha_dropout_affine(dropout.rate)
-    return dropout.drop(activate(x, activation, training=training), training=training)
-
-
-def _fused(x, training):
-    return (training is True and x.dtype in (tf.float32, tf.bfloat16)
-            and kernels.fused_selu_available())
 
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
@@ -74,10 +20,10 @@ class ResidualBlock(keras.layers.Layer):
     norm, act, 1x1 conv to `hidden_size // 2`, norm, act, dilated conv of width `kernel_size`,
     norm, act, 1x1 conv back to `hidden_size`, then add the block input. When `dropout_rate > 0`,
     one dropout layer (`bytenet_tf.layers.AlphaDropout` for `selu`) acts on the input of the
-    last convolution; a width-1 last convolution folds AlphaDropout's affine map into its kernel
-    and bias (`AlphaDropout.drop`), which saves three passes over the tensor. Once per block,
-    not after every activation: on CPU Keras's dropout random numbers cost about 3 ns each, and
-    three dropouts per block took 23% of a `bytenet_selu` training step.
+    last convolution: once per block, not after every activation (on CPU, three dropouts per
+    block took 23% of a `bytenet_selu` training step). In a SELU block the last activation,
+    its AlphaDropout and a width-1 last convolution are one call,
+    `ops.selu_alpha_dropout_dense`, which the `cpu` policies fuse.
 
     **Residual scaling, and why.** Adding a branch `f(x)` of unit variance to an input `x` of
     unit variance gives variance 2, so in a plain residual SELU stack the variance grows with
@@ -103,14 +49,16 @@ class ResidualBlock(keras.layers.Layer):
         normalize_residual: bool, rescale the residual sum as described above.
         branch_weight: float, the weight `w` of the branch in the residual sum.
         seed: int or None, seeds the dropout layers.
+        ops_policy: str, how the kernels are computed (see `bytenet_tf.ops`).
         **kwargs: base layer arguments.
 
     Call arguments:
         inputs: tensor of shape `(batch_size, sequence_length, hidden_size)`.
-        mask: optional float tensor of shape `(batch_size, sequence_length, 1)`, 1 on real
-            positions. The dilated convolution's input is zeroed at padded positions (so real
-            positions read exactly what an unpadded sequence would give them), and batch norm
-            ignores padded positions. Padded outputs are not meaningful.
+        mask: optional Keras mask, boolean `(batch_size, sequence_length)`, true on real
+            positions (as `keras.layers.Embedding(mask_zero=True)` makes). The dilated
+            convolution's input is zeroed at padded positions (so real positions read exactly
+            what an unpadded sequence would give them), and batch norm ignores padded
+            positions. Padded outputs are not meaningful. The mask passes on unchanged.
         training: bool.
 
     Returns:
@@ -129,7 +77,7 @@ class ResidualBlock(keras.layers.Layer):
     def __init__(self, hidden_size, kernel_size=3, dilation_rate=1, causal=False,
                  normalization="layer", activation="relu", dropout_rate=0.0,
                  kernel_initializer="glorot_uniform", normalize_residual=False,
-                 branch_weight=1.0, seed=None, **kwargs):
+                 branch_weight=1.0, seed=None, ops_policy="reference", **kwargs):
         super().__init__(**kwargs)
         validate_normalization(normalization, causal)
         if activation not in ACTIVATIONS:
@@ -152,6 +100,8 @@ class ResidualBlock(keras.layers.Layer):
         self.normalize_residual = normalize_residual
         self.branch_weight = branch_weight
         self.seed = seed
+        self.ops_policy = ops_policy
+        self.ops = ops.get(ops_policy)
         self.supports_masking = True
         self.convs = self._build_convs()
         self.norms = [build_normalization(normalization, f"norm_{i}", self.dtype_policy)
@@ -162,7 +112,7 @@ class ResidualBlock(keras.layers.Layer):
         return DilatedConv1D(filters, kernel_size, dilation_rate, causal=self.causal,
                              kernel_initializer=keras.initializers.get(
                                  keras.initializers.serialize(self.kernel_initializer)),
-                             name=name, dtype=self.dtype_policy)
+                             ops_policy=self.ops_policy, name=name, dtype=self.dtype_policy)
 
     def _build_convs(self):
         half = self.hidden_size // 2
@@ -173,8 +123,11 @@ class ResidualBlock(keras.layers.Layer):
     def _build_dropout(self):
         if self.dropout_rate == 0.0:
             return None
-        cls = AlphaDropout if self.activation == "selu" else keras.layers.Dropout
-        return cls(self.dropout_rate, seed=self.seed, name="dropout", dtype=self.dtype_policy)
+        if self.activation == "selu":
+            return AlphaDropout(self.dropout_rate, seed=self.seed, ops_policy=self.ops_policy,
+                                name="dropout", dtype=self.dtype_policy)
+        return keras.layers.Dropout(self.dropout_rate, seed=self.seed, name="dropout",
+                                    dtype=self.dtype_policy)
 
     @property
     def dilated_conv(self):
@@ -190,16 +143,21 @@ class ResidualBlock(keras.layers.Layer):
             conv.build(shape[:-1] + (channels,))
             channels = conv.filters
 
-    def _pre(self, index, x, training, mask=None):
+    def _normalize(self, index, x, mask, training):
         norm = self.norms[index]
-        if norm is not None:
-            x = norm(x, training=training, mask=mask) if self.normalization == "batch" \
-                else norm(x, training=training)
-        dropout = self.dropout if index == len(self.convs) - 1 else None
-        if isinstance(dropout, AlphaDropout) and self.convs[index].kernel_size == 1:
-            # The width-1 convolution takes the dropout's affine map into its kernel and bias.
-            return activate_and_drop(x, self.activation, dropout, training)
-        return activate(x, self.activation, dropout, training), None
+        if norm is None:
+            return x
+        if self.normalization == "batch":
+            return norm(x, training=training, mask=mask)
+        return norm(x, training=training)
+
+    def _activate(self, x, training):
+        return tf.nn.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
+
+    def _fused_tail(self, conv, training):
+        """Whether the last stage (selu, AlphaDropout, 1x1 conv) runs as one op."""
+        return (training and isinstance(self.dropout, AlphaDropout) and self.dropout.rate > 0
+                and conv.kernel_size == 1)
 
     def _residual(self, inputs, branch):
         # A weight of 1 (the default) skips a multiply over the whole activation, forward and back.
@@ -209,15 +167,24 @@ class ResidualBlock(keras.layers.Layer):
         return out
 
     def call(self, inputs, mask=None, training=None):
-        batch_mask = None if mask is None else tf.squeeze(tf.cast(mask, tf.bool), -1)
         x = inputs
         for index, conv in enumerate(self.convs):
-            x, affine = self._pre(index, x, training, batch_mask)
+            last = index == len(self.convs) - 1
+            x = self._normalize(index, x, mask, training)
+            if last and self._fused_tail(conv, training):
+                # selu, AlphaDropout and the 1x1 conv in one call, which a policy may fuse.
+                x = self.ops.selu_alpha_dropout_dense(x, self.dropout.rate,
+                                                      self.dropout.next_seed(), conv.matrix,
+                                                      conv.bias_or_none)
+                break
+            x = self._activate(x, training)
+            if last and self.dropout is not None:
+                x = self.dropout(x, training=training)
             if mask is not None and conv is self.dilated_conv:
                 # Biases and norm offsets make padded positions nonzero again; zero them where
                 # the convolution would read them across the sequence end.
-                x = x * tf.cast(mask, x.dtype)
-            x = conv(x, affine=affine)
+                x = x * tf.cast(mask, x.dtype)[..., tf.newaxis]
+            x = conv(x)
         return self._residual(inputs, x)
 
     def initial_state(self, batch_size):
@@ -237,7 +204,7 @@ class ResidualBlock(keras.layers.Layer):
         x = inputs
         new_state = state
         for index, conv in enumerate(self.convs):
-            x, _ = self._pre(index, x, training=False)
+            x = self._activate(self._normalize(index, x, None, False), False)
             if conv is self.dilated_conv:
                 x, new_state = conv.step(x, state)
             else:
@@ -261,5 +228,6 @@ class ResidualBlock(keras.layers.Layer):
             "normalize_residual": self.normalize_residual,
             "branch_weight": self.branch_weight,
             "seed": self.seed,
+            "ops_policy": self.ops_policy,
         })
         return config

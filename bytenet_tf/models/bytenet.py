@@ -1,7 +1,7 @@
 """`ByteNet`: the byte-level encoder-decoder of Kalchbrenner et al. (2016).
 
 In: `{"source": int32 (batch, S), "target": int32 (batch, T)}` byte ids from
-`pipelines.byte_codec`, where `source` ends with EOS_ID and `target` (the decoder input) starts
+`bytenet_tf.vocabulary`, where `source` ends with EOS_ID and `target` (the decoder input) starts
 with BOS_ID. Out: float32 logits `(batch, T, VOCAB_SIZE)`; `logits[:, i]` predicts the byte after
 `target[:, i]`.
 """
@@ -11,11 +11,12 @@ import math
 import keras
 import tensorflow as tf
 
+from bytenet_tf import ops
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
-from bytenet_tf.layers.residual_block import ResidualBlock, activate
+from bytenet_tf.layers.residual_block import ResidualBlock
 from bytenet_tf.layers.simplified_residual_block import SimplifiedResidualBlock
-from pipelines.byte_codec import PAD_ID, VOCAB_SIZE
+from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
 
@@ -52,6 +53,9 @@ class ByteNet(keras.Model):
         unfold_b: float, dynamic unfolding offset (bytes).
         max_length: int, the longest source in bytes (EOS included) that serving accepts.
         seed: int or None, seeds the dropout layers.
+        ops_policy: str, how the numerical kernels are computed: `reference` (stock TensorFlow
+            ops, any device), `cpu` or `cpu_fused` (see `bytenet_tf.ops`). The same function
+            either way; bytenet-train chooses it per device.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -70,7 +74,7 @@ class ByteNet(keras.Model):
                  block="residual", normalization="layer", decoder_normalization=None,
                  activation="relu", dropout_rate=0.0, kernel_initializer="glorot_uniform",
                  normalize_residual=False, branch_weight=1.0, unfold_a=1.2, unfold_b=0.0,
-                 max_length=500, seed=None, **kwargs):
+                 max_length=DEFAULT_MAX_LENGTH, seed=None, ops_policy="reference", **kwargs):
         super().__init__(**kwargs)
         if block not in BLOCKS:
             raise ValueError(f"block={block!r} is unknown; choose one of: {', '.join(BLOCKS)}")
@@ -98,6 +102,8 @@ class ByteNet(keras.Model):
         self.unfold_b = unfold_b
         self.max_length = max_length
         self.seed = seed
+        self.ops_policy = ops_policy
+        self.ops = ops.get(ops_policy)
 
         policy = self.dtype_policy
         # Unit-variance embeddings put the first block's input at SELU's fixed point.
@@ -112,13 +118,13 @@ class ByteNet(keras.Model):
         self.encoder_output_norm = build_normalization(normalization, "encoder_output_norm", policy)
         self.decoder_input_projection = DilatedConv1D(
             hidden_size, 1, causal=True, kernel_initializer=self._initializer(),
-            name="decoder_input_projection", dtype=policy)
+            ops_policy=ops_policy, name="decoder_input_projection", dtype=policy)
         self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
         self.output_norm = build_normalization(decoder_normalization, "output_norm", policy)
         # Logits stay float32 under mixed precision, for a stable softmax and loss.
         self.output_projection = DilatedConv1D(
             VOCAB_SIZE, 1, causal=True, kernel_initializer=self._initializer(),
-            name="output_projection", dtype="float32")
+            ops_policy=ops_policy, name="output_projection", dtype="float32")
 
     def _initializer(self):
         return keras.initializers.get(keras.initializers.serialize(self.kernel_initializer))
@@ -136,7 +142,7 @@ class ByteNet(keras.Model):
                     dropout_rate=self.dropout_rate, kernel_initializer=self._initializer(),
                     normalize_residual=self.normalize_residual, branch_weight=self.branch_weight,
                     seed=None if self.seed is None else self.seed + 10 * index + (5000 if causal else 0),
-                    name=f"{prefix}_block_{index}", dtype=self.dtype_policy))
+                    ops_policy=self.ops_policy, name=f"{prefix}_block_{index}", dtype=self.dtype_policy))
         return blocks
 
     @property
@@ -160,20 +166,20 @@ class ByteNet(keras.Model):
     def encode(self, source, training=None):
         """Encodes source ids `(batch, S)` to `(batch, S, hidden_size)`, zero at padding."""
         source = tf.convert_to_tensor(source)
-        mask = tf.cast(tf.not_equal(source, PAD_ID), self.compute_dtype)[..., tf.newaxis]
-        x = self.source_embedding(source) * mask
+        mask = tf.not_equal(source, PAD_ID)
+        zero_padding = tf.cast(mask, self.compute_dtype)[..., tf.newaxis]
+        x = self.source_embedding(source) * zero_padding
         for block in self.encoder_blocks:
             x = block(x, mask=mask, training=training)
         if self.encoder_output_norm is not None:
-            kwargs = {"mask": tf.squeeze(tf.cast(mask, tf.bool), -1)} \
-                if self.normalization == "batch" else {}
+            kwargs = {"mask": mask} if self.normalization == "batch" else {}
             x = self.encoder_output_norm(x, training=training, **kwargs)
-        return x * mask
+        return x * zero_padding
 
     def _head(self, x, training=None):
         if self.output_norm is not None:
             x = self.output_norm(x, training=training)
-        return activate(x, self.activation, training=training)
+        return tf.nn.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
 
     def decode(self, encoded, target, training=None):
         """Runs the decoder over all target positions at once.
@@ -249,5 +255,6 @@ class ByteNet(keras.Model):
             "unfold_b": self.unfold_b,
             "max_length": self.max_length,
             "seed": self.seed,
+            "ops_policy": self.ops_policy,
         })
         return config

@@ -5,8 +5,9 @@
 with native bfloat16 (AVX512-BF16 or AMX), and `float32` otherwise.
 
 `resolve_strategy("auto")`: a TPU strategy when a TPU is configured, `MirroredStrategy` over all
-local GPUs when there is more than one, `OneDeviceStrategy` on a single GPU, and otherwise the
-default strategy.
+local GPUs when there is more than one, and otherwise the default strategy (which places the
+model on the one GPU when there is one). Only the default strategy's data iterator can be
+checkpointed in TensorFlow 2.21, so `auto` prefers it to `OneDeviceStrategy`.
 """
 
 import json
@@ -44,7 +45,8 @@ def resolve_precision(precision, gpus=None, tpu=None, cpu_bfloat16=None):
         cpu_bfloat16: bool or None to read /proc/cpuinfo.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"--precision={precision} is unknown; choose one of: {', '.join(PRECISIONS)}")
+        raise ValueError(f"precision={precision!r} is unknown; choose one of: "
+                         f"{', '.join(PRECISIONS)}")
     if precision != "auto":
         return precision, "requested"
     if gpus is None:
@@ -73,7 +75,8 @@ def resolve_strategy(strategy):
     logical CPU device when there is no GPU.
     """
     if strategy not in STRATEGIES:
-        raise ValueError(f"--strategy={strategy} is unknown; choose one of: {', '.join(STRATEGIES)}")
+        raise ValueError(f"strategy={strategy!r} is unknown; choose one of: "
+                         f"{', '.join(STRATEGIES)}")
     if strategy == "multi_worker":
         # Must come before anything that starts the TensorFlow runtime.
         return _multi_worker_strategy()
@@ -83,10 +86,9 @@ def resolve_strategy(strategy):
             strategy = "tpu"
         elif len(gpus) > 1:
             strategy = "mirrored"
-        elif len(gpus) == 1:
-            strategy = "one_device"
         else:
-            return tf.distribute.get_strategy(), "default strategy (one device)"
+            device = "the GPU" if gpus else "the CPU"
+            return tf.distribute.get_strategy(), f"default strategy (one device: {device})"
     if strategy == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ.get("TPU_NAME", ""))
         tf.config.experimental_connect_to_cluster(resolver)
@@ -102,7 +104,7 @@ def resolve_strategy(strategy):
 
 def _multi_worker_strategy():
     if not os.environ.get("TF_CONFIG"):
-        raise ValueError("--strategy=multi_worker needs the cluster in the TF_CONFIG environment "
+        raise ValueError("strategy='multi_worker' needs the cluster in the TF_CONFIG environment "
                          'variable, e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
                          '"task": {"type": "worker", "index": 0}}')
     options = tf.distribute.experimental.CommunicationOptions(

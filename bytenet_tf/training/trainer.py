@@ -7,6 +7,13 @@ One custom training loop serves every strategy (`strategy.run` per step): Keras 
 `model.fit` fails under MultiWorkerMirroredStrategy. The loss is the cross-entropy summed over the
 non-PAD target bytes of a replica, divided by the non-PAD count summed over all replicas, so the
 gradients that Keras sums across replicas are those of the global per-byte mean.
+
+A checkpoint holds the model, the optimizer, the step, the dropout layers' seed states, the
+length filter's counts and, where
+TensorFlow can save it (the default strategy, which `auto` picks on one CPU or one GPU), the
+data iterator: a resumed run continues the same stream of batches, shuffle buffer included. A
+mirrored or multi-worker iterator cannot be saved in TensorFlow 2.21; a resumed run then
+reshuffles with seed `seed + step` rather than replay the first batches, and logs so.
 """
 
 import dataclasses
@@ -21,22 +28,21 @@ import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
 
-from bytenet_tf import export, scoring, zoo
-from bytenet_tf.training import devices
+from bytenet_tf import export, inference, ops, vocabulary, zoo
+from bytenet_tf.training import devices, evaluation
 from bytenet_tf.training.config import model_overrides, resolve
 from bytenet_tf.training.optimizer import Adam
 from bytenet_tf.training.schedule import WarmupRsqrtDecay
-from pipelines import byte_codec, datasets, preprocessing
+from pipelines import datasets, preprocessing
 
 
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
 
-def _config_dict(config, policy, strategy_description, model):
+def _config_dict(config, effective, model):
     values = dataclasses.asdict(config)
-    values["effective_precision"] = policy
-    values["effective_strategy"] = strategy_description
+    values.update(effective)
     values["model_config"] = model.get_config()
     return values
 
@@ -50,34 +56,9 @@ def _check_resumable(model_dir, model_config):
     keys = ("hidden_size", "num_stacks", "kernel_size", "block", "normalization", "activation")
     different = {k: (stored.get(k), model_config[k]) for k in keys if stored.get(k) != model_config[k]}
     if stored and different:
-        raise ValueError(f"--model_dir={model_dir} holds a run with a different model "
+        raise ValueError(f"model_dir={model_dir} holds a run with a different model "
                          f"({', '.join(f'{k}: {a} there, {b} now' for k, (a, b) in different.items())}). "
-                         "Resume with the same flags, or choose a new --model_dir.")
-
-
-def make_translate_fn(model, beam_size=1):
-    """A function from a list of bytes to a list of translated bytes, with `model`.
-
-    It runs the exporter's `Translator`, so validation decodes exactly as the SavedModel will.
-    """
-    translator = export.Translator(model, beam_size=beam_size)
-
-    def translate(sources):
-        outputs = translator.translate(tf.constant(sources, tf.string))["translation"]
-        return list(outputs.numpy())
-
-    return translate
-
-
-def validate(translate_fn, sources, references, progress=False):
-    """Translates `sources` with `translate_fn` (see `make_translate_fn`) and scores them.
-
-    Returns:
-        `(scores, hypotheses)`; see `bytenet_tf.scoring.score`.
-    """
-    hypotheses = scoring.translate_batches(translate_fn, sources, batch_size=64,
-                                           progress=progress, description="validate")
-    return scoring.score(hypotheses, references), hypotheses
+                         "Resume with the same settings, or choose a new `model_dir`.")
 
 
 def make_optimizer(config, policy):
@@ -91,19 +72,34 @@ def make_optimizer(config, policy):
     return optimizer
 
 
-def _build(config, policy):
-    model = zoo.build_model(config.model, dtype=policy, **model_overrides(config))
+def _build(config, policy, ops_policy):
+    model = zoo.build_model(config.model, dtype=policy, ops_policy=ops_policy,
+                            **model_overrides(config))
     optimizer = make_optimizer(config, policy)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     return model, optimizer, step
 
 
-def _make_train_step(strategy, model, optimizer, step):
+def make_train_step(strategy, model, optimizer, step):
+    """The binary's training step: one `tf.function` that takes an iterator of batches.
+
+    Args:
+        strategy: a `tf.distribute.Strategy`; `model`, `optimizer` and `step` were built in its
+            scope.
+        model: a `ByteNet`.
+        optimizer: a Keras optimizer, built on `model.trainable_variables`.
+        step: an int64 `tf.Variable`, incremented once per call.
+
+    Returns:
+        `train_step(iterator)` -> `(loss, byte_accuracy, target_bytes)` float32 scalars: the
+        mean cross-entropy per non-PAD target byte of the global batch, the share of those
+        bytes predicted right, and their count.
+    """
     def replica_step(features, labels):
         with tf.GradientTape() as tape:
             logits = model(features, training=True)
-            mask = tf.cast(tf.not_equal(labels, byte_codec.PAD_ID), tf.float32)
+            mask = tf.cast(tf.not_equal(labels, vocabulary.PAD_ID), tf.float32)
             cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
             local_sum = tf.reduce_sum(cross_entropy * mask)
             local_count = tf.reduce_sum(mask)
@@ -127,24 +123,66 @@ def _make_train_step(strategy, model, optimizer, step):
     return train_step
 
 
-def _distributed_dataset(strategy, config, start_step, length_filter):
-    replicas = strategy.num_replicas_in_sync
-    if config.batch_size % replicas:
-        raise ValueError(f"--batch_size={config.batch_size} must be a multiple of the "
-                         f"{replicas} replicas in sync.")
-    pipeline = preprocessing.PipelineConfig(
-        max_length=config.max_length, batch_size=config.batch_size // replicas,
-        tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
-        shuffle_buffer=config.shuffle_buffer, normalization=config.unicode_normalization,
-        # A resumed run reshuffles with a new seed instead of replaying the first batches.
-        seed=config.seed + start_step)
+class _Data:
+    """The training stream: its iterator, length filter, file counts, and how it resumes."""
 
-    def dataset_fn(input_context):
-        pairs = datasets.load_pairs(config.data, "train")
-        dataset, _ = preprocessing.make_batches(pairs, pipeline, input_context, length_filter)
-        return dataset
+    def __init__(self, config, strategy, checkpoint_path):
+        replicas = strategy.num_replicas_in_sync
+        if config.batch_size % replicas:
+            raise ValueError(f"batch_size={config.batch_size} must be a multiple of the "
+                             f"{replicas} replicas in sync.")
+        with tf.init_scope():
+            self.length_filter = preprocessing.LengthFilter(config.max_length)
+        self.stats = []
+        resumed_step = _checkpoint_value(checkpoint_path, "step/.ATTRIBUTES/VARIABLE_VALUE")
+        self.has_saved_stream = _checkpoint_has(checkpoint_path, "iterator/")
+        # Without a saved stream, a resumed run reshuffles instead of replaying the first batches.
+        seed = config.seed if self.has_saved_stream else config.seed + int(resumed_step or 0)
+        pipeline = preprocessing.PipelineConfig(
+            max_length=config.max_length, batch_size=config.batch_size // replicas,
+            tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
+            shuffle_buffer=config.shuffle_buffer,
+            unicode_normalization=config.unicode_normalization, seed=seed)
 
-    return strategy.distribute_datasets_from_function(dataset_fn)
+        def dataset_fn(input_context):
+            pairs, stats = datasets.load_pairs_with_stats(config.data, "train")
+            if stats is not None:
+                self.stats.append(stats)
+            return preprocessing.make_batches(pairs, pipeline, input_context, self.length_filter)
+
+        self.iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        self.savable = isinstance(self.iterator, tf.__internal__.tracking.Trackable)
+        if resumed_step and not self.has_saved_stream:
+            logging.info("The checkpoint holds no data-iterator state (%s); the data is "
+                         "reshuffled with seed %d.", "this strategy's iterator cannot be saved"
+                         if not self.savable else "an older checkpoint", seed)
+        for stats in self.stats:
+            logging.info("Training data: %d lines, %d pairs kept, %d pairs with an empty side "
+                         "skipped.", stats.lines, stats.kept, stats.empty)
+
+    def trackables(self):
+        """What a checkpoint keeps of the stream."""
+        values = {"length_filter": self.length_filter}
+        if self.savable:
+            values["iterator"] = self.iterator
+        return values
+
+    def summary(self):
+        stats = self.stats[0] if self.stats else None
+        return {"train_files": dataclasses.asdict(stats) if stats else None,
+                "length_filter": self.length_filter.counts()}
+
+
+def _checkpoint_keys(path):
+    return tf.train.load_checkpoint(path).get_variable_to_shape_map() if path else {}
+
+
+def _checkpoint_has(path, prefix):
+    return any(key.startswith(prefix) for key in _checkpoint_keys(path))
+
+
+def _checkpoint_value(path, key):
+    return tf.train.load_checkpoint(path).get_tensor(key) if key in _checkpoint_keys(path) else None
 
 
 def _summaries(writer, step, values, metrics_path=None):
@@ -158,12 +196,9 @@ def _summaries(writer, step, values, metrics_path=None):
             f.write(json.dumps(dict(values, step=step, time=time.time())) + "\n")
 
 
-def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief, translate_fn):
+def _train_loop(config, model, optimizer, step, train_step, data, manager, writer, chief,
+                translate_fn):
     start = int(step.numpy())
-    with tf.init_scope():
-        length_filter = preprocessing.LengthFilter(config.max_length)
-    iterator = iter(_distributed_dataset(strategy, config, start, length_filter))
-    train_step = _make_train_step(strategy, model, optimizer, step)
     last = {"loss": float("nan"), "byte_accuracy": float("nan")}
     window_bytes, window_start = 0.0, time.perf_counter()
     loop_start = time.perf_counter()
@@ -171,15 +206,15 @@ def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief
     bar = tqdm(total=config.train_steps, initial=start, desc="train", unit="step",
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
     for current in range(start + 1, config.train_steps + 1):
-        loss, accuracy, count = train_step(iterator)
+        loss, accuracy, count = train_step(data.iterator)
         loss, accuracy = float(loss), float(accuracy)
         if not math.isfinite(loss):
             bar.close()
             good = manager.latest_checkpoint or "none (no checkpoint was saved yet)"
             raise TrainingDivergedError(
                 f"The loss became {loss} at step {current}; training stopped and the last good "
-                f"checkpoint is kept: {good}. Lower --learning_rate, set --clip_norm, or use "
-                "--precision=float32.")
+                f"checkpoint is kept: {good}. Lower `learning_rate`, set `clip_norm`, or use "
+                "precision='float32'.")
         window_bytes += float(count)
         last = {"loss": loss, "byte_accuracy": accuracy}
         bar.update(1)
@@ -205,84 +240,112 @@ def _train_loop(config, strategy, model, optimizer, step, manager, writer, chief
     final = int(step.numpy())
     if final > start and final % config.checkpoint_every:
         manager.save(checkpoint_number=final)
-    logging.info("Length filter: %s", length_filter.counts())
+    logging.info("Length filter: %s", data.length_filter.counts())
     return last
 
 
-def _validation_pairs(config):
-    return datasets.take_pairs(config.data, "validation", config.valid_size)
-
-
 def _validate_and_log(config, translate_fn, writer, current):
-    sources, references = _validation_pairs(config)
-    results, _ = validate(translate_fn, sources, references, progress=config.progress)
+    results = evaluation.validation_scores(config, translate_fn)
     _summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
                                  "valid_exact_match": results["exact_match"]},
                os.path.join(config.model_dir, "metrics.jsonl"))
-    results["bleu_caveat"] = scoring.bleu_caveat(references)
     logging.info("Step %d validation: BLEU %.2f, chrF %.2f, exact match %.4f on %d sentences%s",
                  current, results["bleu"], results["chrf"], results["exact_match"],
                  results["sentences"], results["bleu_caveat"])
     return results
 
 
+def _dropout_seeds(model):
+    """The dropout layers' seed-generator states, which `model.weights` leaves out.
+
+    Without them in the checkpoint, a resumed run would draw the masks of its first steps again.
+    """
+    return [v for v in model.variables if "seed_generator_state" in v.path]
+
+
+def _restore(model, optimizer, step, data, checkpoint_path):
+    """Restores a checkpoint; one without the stream's state restores the model alone."""
+    full = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step,
+                               dropout_seeds=_dropout_seeds(model), **data.trackables())
+    if not checkpoint_path:
+        return full
+    if data.has_saved_stream or not data.savable:
+        full.restore(checkpoint_path).assert_existing_objects_matched()
+    else:
+        tf.train.Checkpoint(model=model, optimizer=optimizer, step=step).restore(
+            checkpoint_path).assert_existing_objects_matched()
+    logging.info("Resumed from %s at step %d.", checkpoint_path, int(step.numpy()))
+    return full
+
+
 def train_and_evaluate(config):
     """Trains, validates and exports as `config` says; resumes from `model_dir` if it can.
 
     Returns:
-        dict with `step`, `train_loss`, `train_byte_accuracy`, `train_seconds`, `valid` (the
-        `scoring.score` dict and its `bleu_caveat`), `export_path` (or None) and `precision`.
+        dict with `step`, `train_loss`, `train_byte_accuracy`, `train_seconds`, `precision`,
+        `ops_policy`, `data` (training-file counts and the length filter's), `valid` (the
+        `scoring.score` dict and its `bleu_caveat`), `exact_match_by_length` (digits only:
+        see `evaluation.digits_exact_match_by_length`) and `export_path` (or None).
 
     Raises:
         TrainingDivergedError: the loss became NaN or infinite.
+        ValueError: a bad option; the message names the `TrainConfig` field.
     """
     config = resolve(config)
     strategy, strategy_description = devices.resolve_strategy(config.strategy)
     policy, reason = devices.resolve_precision(config.precision)
-    logging.info("Precision: %s (%s). Strategy: %s.", policy, reason, strategy_description)
+    ops_policy, ops_reason = ops.resolve_policy(config.ops_policy)
+    logging.info("Precision: %s (%s). Strategy: %s. Ops policy: %s (%s).", policy, reason,
+                 strategy_description, ops_policy, ops_reason)
     keras.utils.set_random_seed(config.seed)
     chief = devices.is_chief(strategy)
     if config.time_budget_seconds and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        raise ValueError("--time_budget_seconds would stop workers at different steps and "
-                         "deadlock their all-reduce; use --train_steps with --strategy=multi_worker.")
+        raise ValueError("`time_budget_seconds` would stop workers at different steps and "
+                         "deadlock their all-reduce; use `train_steps` with "
+                         "strategy='multi_worker'.")
     checkpoint_dir = config.model_dir if chief else os.path.join(
         config.model_dir, f"worker_{devices.worker_index()}")
     with strategy.scope():
-        model, optimizer, step = _build(config, policy)
+        model, optimizer, step = _build(config, policy, ops_policy)
     if chief:
         _check_resumable(config.model_dir, model.get_config())
         os.makedirs(config.model_dir, exist_ok=True)
+        effective = {"effective_precision": policy, "effective_strategy": strategy_description,
+                     "effective_ops_policy": ops_policy, "ops_policy_reason": ops_reason}
         with open(os.path.join(config.model_dir, "config.json"), "w") as f:
-            json.dump(_config_dict(config, policy, strategy_description, model), f, indent=2,
-                      default=str)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
+            json.dump(_config_dict(config, effective, model), f, indent=2, default=str)
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    data = _Data(config, strategy, latest)
+    checkpoint = _restore(model, optimizer, step, data, latest)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=3)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        logging.info("Resumed from %s at step %d.", manager.latest_checkpoint, int(step.numpy()))
     writer = tf.summary.create_file_writer(os.path.join(config.model_dir, "train")) if chief \
         else tf.summary.create_noop_writer()
     started = time.perf_counter()
     # One traced decoder per run: each new tf.function would trace the decoding loop again.
-    translate_fn = make_translate_fn(model)
+    translate_fn = inference.Translator(model)
     if int(step.numpy()) < config.train_steps:
-        last = _train_loop(config, strategy, model, optimizer, step, manager, writer, chief,
-                           translate_fn)
+        train_step = make_train_step(strategy, model, optimizer, step)
+        last = _train_loop(config, model, optimizer, step, train_step, data, manager, writer,
+                           chief, translate_fn)
     else:
-        logging.info("Step %d >= --train_steps=%d: this run is finished; not training again.",
+        logging.info("Step %d >= train_steps=%d: this run is finished; not training again.",
                      int(step.numpy()), config.train_steps)
         last = {"loss": None, "byte_accuracy": None}
     results = {"step": int(step.numpy()), "train_loss": last["loss"],
                "train_byte_accuracy": last["byte_accuracy"],
                "train_seconds": time.perf_counter() - started, "precision": policy,
-               "valid": None, "export_path": None}
+               "ops_policy": ops_policy, "data": data.summary(), "valid": None,
+               "exact_match_by_length": None, "export_path": None}
     if chief:
         results["valid"] = _validate_and_log(config, translate_fn, writer, results["step"])
+        if config.data.dataset == "digits":
+            results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
+                config, translate_fn)
         if config.export:
             results["export_path"] = export.export_saved_model(
                 model, config.export_dir, beam_size=config.beam_size,
-                jit_compile=config.jit_compile)
-            logging.info("Exported the SavedModel to %s", results["export_path"])
+                jit_compile=config.jit_compile_decode)
+            logging.info("SavedModel: %s", results["export_path"])
         with open(os.path.join(config.model_dir, "results.json"), "w") as f:
             json.dump(results, f, indent=2)
     return results

@@ -1,0 +1,163 @@
+"""Inference: translating byte strings with a `ByteNet` or with an exported SavedModel.
+
+The one home of translation, used by validation during training, the exporter,
+bytenet-translate and bytenet-evaluate alike:
+
+- `Translator`: strings in, strings out, around a model: encode, decode (cached greedy or beam
+  search, `bytenet_tf.decoding`), decode bytes. Its `translate` is the SavedModel signature;
+  calling it on a list of bytes returns a list of bytes.
+- `load_saved_model(path)`: the `serving_default` signature of an export (base or version).
+- `as_translate_fn(signature)`: the same list-to-list function over a loaded signature (it takes
+  and returns the tensors of `Translator.translate`).
+- `translate_batches(translate_fn, sources)`: length-sorted batches, results in input order.
+- `read_lines` / `one_line`: line I/O that stays aligned on b"\\n".
+"""
+
+import functools
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from bytenet_tf import decoding, vocabulary
+
+
+def source_ids(strings, max_length):
+    """Encodes `(batch,)` strings as EOS-framed int32 ids `(batch, S)`, truncated to fit.
+
+    A string longer than `max_length - 1` bytes keeps its first `max_length - 1` bytes.
+    """
+    ids = vocabulary.encode(strings)[:, :max_length - 1]
+    eos = tf.fill([ids.nrows(), 1], vocabulary.EOS_ID)
+    return tf.concat([ids, tf.RaggedTensor.from_tensor(eos)], axis=1).to_tensor(vocabulary.PAD_ID)
+
+
+class Translator(tf.Module):
+    """Strings in, strings out: encode, decode (greedy or beam), and decode bytes.
+
+    Args:
+        model: a `ByteNet`.
+        beam_size: int, 1 for greedy decoding.
+        length_alpha: float, beam search length normalization.
+        jit_compile: bool, compile the integer-only decoding loop with XLA (no strings reach
+            XLA). XLA compiles once per distinct input shape `(batch, padded length)`, so this
+            suits servers that batch to a few fixed shapes.
+    """
+
+    def __init__(self, model, beam_size=1, length_alpha=0.6, jit_compile=False):
+        super().__init__(name="translator")
+        if beam_size < 1:
+            raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
+        self.model = model
+        self.beam_size = beam_size
+        self.length_alpha = length_alpha
+        # XLA needs a static output width: the unfolding bound of the longest accepted source.
+        self.capacity = (model.max_output_length(model.max_length - 1) + decoding.DEFAULT_MARGIN
+                         if jit_compile else None)
+        self._decode_ids = tf.function(self._decode_ids_python, jit_compile=jit_compile)
+
+    def _decode_ids_python(self, ids):
+        if self.beam_size == 1:
+            return decoding.greedy_decode(self.model, ids, capacity=self.capacity)
+        return decoding.beam_search_decode(self.model, ids, beam_size=self.beam_size,
+                                           length_alpha=self.length_alpha, capacity=self.capacity)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="source")])
+    def translate(self, source):
+        """`(batch,)` tf.string in; `{"translation": (batch,) tf.string}` out."""
+        def run():
+            ids = source_ids(source, self.model.max_length)
+            return vocabulary.decode(self._decode_ids(ids))
+
+        translation = tf.cond(tf.size(source) > 0, run, lambda: tf.zeros([0], tf.string))
+        return {"translation": translation}
+
+    def __call__(self, sources):
+        """Translates a list of bytes to a list of bytes."""
+        return translate_list(self.translate, sources)
+
+
+def translate_list(signature, sources):
+    """`sources` (list of bytes) through a translate signature, as a list of bytes.
+
+    Args:
+        signature: `Translator.translate` or a loaded SavedModel's `serving_default`: called as
+            `signature(source=(batch,) tf.string)`, it returns `{"translation": ...}`.
+        sources: list of bytes.
+    """
+    outputs = signature(source=tf.constant(sources, tf.string))["translation"]
+    return list(outputs.numpy())
+
+
+def as_translate_fn(signature):
+    """A function from a list of bytes to a list of bytes over `signature` (`translate_list`)."""
+    return functools.partial(translate_list, signature)
+
+
+def resolve_saved_model(path):
+    """A version directory, or the newest integer version under an export base."""
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return path
+    if os.path.isdir(path):
+        versions = [int(n) for n in os.listdir(path)
+                    if n.isdigit() and os.path.isfile(os.path.join(path, n, "saved_model.pb"))]
+        if versions:
+            return os.path.join(path, str(max(versions)))
+    raise FileNotFoundError(f"No SavedModel at {path}: expected {path}/saved_model.pb or "
+                            f"{path}/<version>/saved_model.pb. Export one with bytenet-train "
+                            "(--export_dir).")
+
+
+def load_saved_model(path):
+    """Returns `(signature, version_dir)`: the `serving_default` of the export at `path`.
+
+    `path` may be a version directory or an export base (the newest version is used). Needs
+    only tensorflow: the serving graph holds core ops.
+    """
+    version_dir = resolve_saved_model(path)
+    return tf.saved_model.load(version_dir).signatures["serving_default"], version_dir
+
+
+def translate_batches(translate_fn, sources, batch_size=64, progress=False, description="translate"):
+    """Translates `sources` (list of bytes) in length-sorted batches, keeping their order.
+
+    Every source is translated, the empty string included.
+
+    Args:
+        translate_fn: list of bytes -> list of bytes: a `Translator`, or `as_translate_fn`.
+        sources: list of bytes.
+        batch_size: int >= 1.
+        progress: bool, show a progress bar on stderr.
+        description: str, the progress bar's label.
+
+    Returns:
+        list of bytes, `translations[i]` for `sources[i]`.
+    """
+    if batch_size < 1:
+        raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
+    order = np.argsort([len(s) for s in sources], kind="stable")
+    outputs = [None] * len(sources)
+    with tqdm(total=len(sources), desc=description, unit="sent", file=sys.stderr,
+              disable=not progress) as bar:
+        for start in range(0, len(sources), batch_size):
+            indices = order[start:start + batch_size]
+            for index, translation in zip(indices, translate_fn([sources[i] for i in indices])):
+                outputs[index] = translation
+            bar.update(len(indices))
+    return outputs
+
+
+def read_lines(stream):
+    """Reads a binary stream as lines split on b"\\n" only (a final newline ends the last line)."""
+    data = stream.read()
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    return lines[:-1] if data.endswith(b"\n") else lines
+
+
+def one_line(translation):
+    """A translation made safe for line-aligned output: newline bytes become spaces."""
+    return translation.replace(b"\r", b" ").replace(b"\n", b" ")
