@@ -26,7 +26,7 @@ from shared_data import DEEN  # noqa: E402
 
 import keras  # noqa: E402
 
-from bytenet_tf import zoo  # noqa: E402
+from bytenet_tf import ops, zoo  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from pipelines import byte_codec, datasets, preprocessing  # noqa: E402
 
@@ -56,7 +56,8 @@ def pipeline_rate(config, seconds):
 
 def training_rate(config, precision, steps):
     keras.utils.set_random_seed(0)
-    model = zoo.build_model("bytenet_small", dtype=precision, seed=0)
+    model = zoo.build_model("bytenet_small", dtype=precision, seed=0,
+                            ops_policy=ops.resolve_policy("auto")[0])
     optimizer = keras.optimizers.Adam(1e-4)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)

@@ -25,7 +25,7 @@ from shared_data import DEEN  # noqa: E402
 
 import keras  # noqa: E402
 
-from bytenet_tf import flops, zoo  # noqa: E402
+from bytenet_tf import flops, ops, zoo  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, resolve  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
@@ -70,6 +70,9 @@ def add_step_arguments(parser, steps, warmup):
     parser.add_argument("--length", type=int, default=256)
     parser.add_argument("--precision", default="float32",
                         choices=["float32", "mixed_bfloat16", "mixed_float16"])
+    parser.add_argument("--ops_policy", default="auto",
+                        choices=["auto", "reference", "cpu", "cpu_fused"],
+                        help="as bytenet-train's --ops_policy (auto: what the binary picks)")
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--warmup", type=int, default=warmup)
 
@@ -77,10 +80,12 @@ def add_step_arguments(parser, steps, warmup):
 def build_step(args):
     """`(model, train_step, iterator)`: the binary's train step over real batches of `args`."""
     keras.utils.set_random_seed(0)
+    args.ops_policy, _ = ops.resolve_policy(args.ops_policy)
     model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
-                            dtype=args.precision, max_length=args.length + 1, seed=0)
+                            dtype=args.precision, max_length=args.length + 1, seed=0,
+                            ops_policy=args.ops_policy)
     # The binary's optimizer, with the default learning-rate schedule of a text run.
-    config = resolve(TrainConfig(model=args.model, data=DataSpec("text")))
+    config = resolve(TrainConfig(model=args.model, data=DataSpec(dataset="text")))
     optimizer = trainer.make_optimizer(config, args.precision)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -121,6 +126,7 @@ def main():
     result = {
         "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
+        "ops_policy": args.ops_policy,
         "parameters": model.count_params(), "seconds_per_step": round(seconds, 5),
         "seconds_per_step_min_max": [round(min(times), 5), round(max(times), 5)],
         "target_bytes_per_s": round(args.batch_size * args.length / seconds, 1),

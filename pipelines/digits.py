@@ -4,7 +4,8 @@
     target: b"104"
 
 A number is a string of digits; leading zeros are allowed (`zero seven` -> `07`), so the task is
-a pure sequence transduction. Test numbers never occur in training.
+a pure sequence transduction. Test numbers never occur in training, except in `thesis`, which
+keeps the thesis's own overlap.
 
 Training numbers of the `default` configuration are drawn with replacement, with the length
 uniform over 1..5: every length makes up about a fifth of the training pairs, however few
@@ -14,10 +15,15 @@ were 10 of 20,000 pairs, and the main job turned `one` into `12`.
 per-length check that bytenet-train reports.
 
 Configurations (`DIGITS_CONFIGS`):
-- `thesis`: the thesis's own, 2 or 3 digits, 128 training numbers drawn with seed 10 and 128
-  test numbers with seed 11.
+- `thesis`: the thesis's data exactly (its `code/dataset/synthetic_digits.py`): 128 training
+  and 128 test items of 2 or 3 digits, each drawn with `np.random.RandomState` (seed 10 for
+  training, 11 for test) with replacement, so items repeat within a set and test items occur in
+  the training set too (the thesis scored them all). `thesis_rng_items(99, 10)` reproduces the
+  thesis's own test fixture.
+- `thesis_clean`: the same sizes as distinct numbers (numpy's `default_rng`, seeds 10 and 11),
+  with no test number in training: a clean split for the same task.
 - `default`: the main job's, 1 to 5 digits, 20000 training and 1000 test numbers.
-- `thesis_recombined`: the thesis's 128 training and 128 test numbers, plus every other number
+- `thesis_recombined`: `thesis_clean`'s 128 training and 128 test numbers, plus every other number
   of 2 or 3 digits that can be assembled from the (word, digit) pieces seen in the 128
   training pairs, except the test numbers: data augmentation by recombination, which uses
   nothing but the training pairs (and keeps the test numbers out of training).
@@ -43,10 +49,13 @@ class DigitsConfig:
     recombine: bool = False
     train_with_replacement: bool = False
     length_weighted: bool = False
+    thesis_random_state: bool = False
 
 
 DIGITS_CONFIGS = {
-    "thesis": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11),
+    "thesis": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11,
+                           thesis_random_state=True),
+    "thesis_clean": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11),
     "default": DigitsConfig(1, 5, 20000, 1000, train_seed=10, test_seed=11,
                             train_with_replacement=True, length_weighted=True),
     "thesis_recombined": DigitsConfig(2, 3, 128, 128, train_seed=10, test_seed=11, recombine=True),
@@ -76,6 +85,22 @@ def _draw(config, count, seed, exclude, distinct=True):
             if distinct:
                 seen.add(number)
             numbers.append(number)
+    return numbers
+
+
+def thesis_rng_items(seed, count, min_digits=2, max_digits=3):
+    """`count` numbers drawn as the thesis draws them: `RandomState(seed)`, with replacement.
+
+    For each item: a length with `randint(min, max + 1, dtype=uint8)`, then its digits with
+    `randint(0, 10, size=length, dtype=int8)`; the dtypes select numpy's bounded generators,
+    so they are part of the stream.
+    """
+    rng = np.random.RandomState(seed)
+    numbers = []
+    for _ in range(count):
+        length = rng.randint(min_digits, max_digits + 1, dtype=np.uint8)
+        numbers.append("".join(str(int(d)) for d in rng.randint(0, 10, size=length,
+                                                                   dtype=np.int8)))
     return numbers
 
 
@@ -124,10 +149,19 @@ def digit_pairs(config="default"):
         config: a name in `DIGITS_CONFIGS` or a `DigitsConfig`.
     """
     config = _config(config)
+    if config.thesis_random_state:
+        train = thesis_rng_items(config.train_seed, config.train_size, config.min_digits,
+                                 config.max_digits)
+        test = thesis_rng_items(config.test_seed, config.test_size, config.min_digits,
+                                config.max_digits)
+        return _as_pairs(train), _as_pairs(test)
     train = _draw(config, config.train_size, config.train_seed, exclude=(),
                   distinct=not config.train_with_replacement)
     test = _draw(config, config.test_size, config.test_seed, exclude=train)
     if config.recombine:
         train = train + recombine(train, config.min_digits, config.max_digits, exclude=test)
-    as_pairs = lambda numbers: [(spell(n).encode(), n.encode()) for n in numbers]  # noqa: E731
-    return as_pairs(train), as_pairs(test)
+    return _as_pairs(train), _as_pairs(test)
+
+
+def _as_pairs(numbers):
+    return [(spell(n).encode(), n.encode()) for n in numbers]

@@ -34,6 +34,8 @@ class BenchmarksTest(tf.test.TestCase):
         self.assertAllClose(result["target_bytes_per_s"], 2 * 16 / result["seconds_per_step"],
                             rtol=1e-3)
         self.assertGreater(result["gflop_per_s"], 0)
+        # It times the step the binary runs, on the policy the binary picks on a CPU.
+        self.assertIn(result["ops_policy"], ("cpu", "cpu_fused"))
         self.assertGreater(result["matmul_peak_gflop_per_s"], result["gflop_per_s"])
         self.assertAlmostEqual(result["fraction_of_peak"],
                                result["gflop_per_s"] / result["matmul_peak_gflop_per_s"], places=2)

@@ -25,23 +25,29 @@ def _batches_as_bytes(dataset, count):
 
 class DigitsTest(tf.test.TestCase):
 
-    def test_thesis_config(self):
+    def test_thesis_draws_reproduce_the_thesis_test_fixture(self):
+        # code/dataset/test/test_synthetic_digits.py in AndreasMadsen/master-thesis, seed 99.
+        self.assertEqual(digits.thesis_rng_items(99, 10),
+                         ["388", "849", "28", "54", "730", "704", "119", "41", "671", "407"])
+
+    def test_thesis_config_is_the_thesis_data_with_its_overlap(self):
         train, test = digits.digit_pairs("thesis")
-        self.assertLen(train, 128)
-        self.assertLen(test, 128)
+        self.assertEqual([t.decode() for _, t in train], digits.thesis_rng_items(10, 128))
+        self.assertEqual([t.decode() for _, t in test], digits.thesis_rng_items(11, 128))
         for source, target in train + test:
             self.assertIn(len(target), (2, 3))
             self.assertEqual(source.decode(), " ".join(digits.WORDS[int(d)] for d in target.decode()))
-        self.assertEqual(train, digits.digit_pairs("thesis")[0])
+        seen = {t for _, t in train}
+        self.assertEqual(sum(t in seen for _, t in test), 28)  # 22% of the test items
 
     def test_test_numbers_never_in_training(self):
-        for config in ("thesis", "default"):
+        for config in ("thesis_clean", "default"):
             train, test = digits.digit_pairs(config)
             self.assertEmpty({t for _, t in train} & {t for _, t in test})
 
     def test_recombined_thesis_config_keeps_tests_out(self):
         train, test = digits.digit_pairs("thesis_recombined")
-        thesis_train, thesis_test = digits.digit_pairs("thesis")
+        thesis_train, thesis_test = digits.digit_pairs("thesis_clean")
         self.assertEqual(test, thesis_test)
         self.assertEqual(train[:128], thesis_train)
         train_numbers = [t for _, t in train]
@@ -72,7 +78,7 @@ class DigitsTest(tf.test.TestCase):
         self.assertEqual(digits.spell("104"), "one zero four")
 
     def test_unknown_config_lists_choices(self):
-        with self.assertRaisesRegex(ValueError, "choose one of: thesis, default, thesis_recombined"):
+        with self.assertRaisesRegex(ValueError, "choose one of: thesis, thesis_clean, default, thesis_recombined"):
             digits.digit_pairs("huge")
 
 
