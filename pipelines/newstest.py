@@ -55,6 +55,6 @@ def newstest_files(year, source_lang="de", target_lang="en", data_dir=None):
             f"downloaded ({type(error).__name__}: {error}). On a machine with network, run "
             f"`sacrebleu -t {dataset.name} -l {langpair} --echo src > /dev/null`, then copy "
             f"~/.sacrebleu/{dataset.name} to {os.path.dirname(expected)}, or pass "
-            "--data_dir=DIR with DIR/<wmtYY>/ laid out that way.") from error
+            "data_dir=DIR with DIR/<wmtYY>/ laid out that way.") from error
     fields = dataset.fieldnames(langpair)
     return files[fields.index("src")], files[fields.index("ref")]

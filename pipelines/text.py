@@ -54,7 +54,7 @@ def check_parallel_files(source_file, target_file):
         ValueError: the files have different numbers of lines; the message names both files and
             both counts.
     """
-    hint = "Pass line-aligned files as `source_file` and `target_file`."
+    hint = "Pass two existing, line-aligned parallel files."
     check_exists(source_file, hint)
     check_exists(target_file, hint)
     source_count = target_count = empty = 0

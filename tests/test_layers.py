@@ -248,6 +248,29 @@ def _selu_then_alpha_dropout(policy, x, rate, seed):
     return ops.get(policy).alpha_dropout(tf.nn.selu(x), rate, seed)
 
 
+class ResidualGateTest(tf.test.TestCase):
+
+    def test_gated_block_starts_as_the_identity_and_its_gate_learns(self):
+        x = tf.random.stateless_normal([2, 9, 8], seed=[3, 3])
+        for normalize in (False, True):
+            block = ResidualBlock(8, dilation_rate=2, causal=True, activation="selu",
+                                  normalization="none", normalize_residual=normalize,
+                                  residual_gate=True)
+            with tf.GradientTape() as tape:
+                y = block(x, training=True)
+                loss = tf.reduce_sum(tf.square(y - 1.0))
+            self.assertAllClose(y, x)
+            self.assertEqual(float(block.gate), 0.0)
+            self.assertNotEqual(float(tape.gradient(loss, block.gate)), 0.0)
+            # With the gate at w, the block is the fixed-weight block with branch_weight=w.
+            block.gate.assign(0.4)
+            fixed = ResidualBlock.from_config(dict(block.get_config(), residual_gate=False,
+                                                   branch_weight=0.4))
+            fixed(x)
+            fixed.set_weights([w for w in block.get_weights() if np.shape(w) != ()])
+            self.assertAllClose(block(x), fixed(x), atol=1e-6)
+
+
 class KerasMaskTest(tf.test.TestCase):
 
     def test_block_takes_a_keras_mask_from_an_embedding(self):

@@ -136,7 +136,8 @@ class TextFilesTest(tf.test.TestCase):
         self.assertEqual(list(dataset.as_numpy_iterator()), [(b"eins", b"one"), (b"zwei", b"two")])
 
     def test_missing_file_names_the_path_and_the_fix(self):
-        with self.assertRaisesRegex(FileNotFoundError, r"/nowhere/x\.de does not exist.*`source_file`"):
+        with self.assertRaisesRegex(FileNotFoundError, r"/nowhere/x\.de does not exist\. Pass "
+                                                       r"two existing, line-aligned parallel"):
             text.parallel_text_dataset("/nowhere/x.de", "/nowhere/x.en")
 
     def test_text_dataset_needs_files(self):

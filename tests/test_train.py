@@ -13,6 +13,7 @@ from unittest import mock
 import numpy as np
 import tensorflow as tf
 
+from bytenet_tf import vocabulary
 from bytenet_tf.training import devices, trainer
 from bytenet_tf.training.config import TrainConfig
 from pipelines import datasets, digits
@@ -67,6 +68,10 @@ class TrainEndToEndTest(tf.test.TestCase):
         self.assertEqual(config["effective_precision"], "float32")
         self.assertEqual(config["model_config"]["hidden_size"], 16)
         self.assertTrue(glob.glob(os.path.join(model_dir, "train", "events.out.tfevents.*")))
+        with open(os.path.join(model_dir, "metrics.jsonl")) as f:
+            logged = [json.loads(line) for line in f if "gradient_norm" in line]
+        self.assertNotEmpty(logged)
+        self.assertTrue(all(row["gradient_norm"] > 0 for row in logged))
 
     def test_text_run_on_real_fixtures(self):
         model_dir = self.get_temp_dir() + "/text"
@@ -309,6 +314,32 @@ class DevicesTest(tf.test.TestCase):
                 devices.resolve_strategy("multi_worker")
 
 
+class GradientNormTest(tf.test.TestCase):
+
+    def test_train_step_reports_the_global_gradient_norm(self):
+        import keras
+
+        from bytenet_tf import zoo
+        source, target, labels = vocabulary.frame_batch([b"eins zwei", b"drei"], [b"one two", b"3"])
+        batch = ({"source": tf.constant(source), "target": tf.constant(target)},
+                 tf.constant(labels))
+        keras.utils.set_random_seed(0)
+        model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, dropout_rate=0.0)
+        with tf.GradientTape() as tape:
+            logits = model(batch[0], training=True)
+            mask = tf.cast(tf.not_equal(batch[1], vocabulary.PAD_ID), tf.float32)
+            loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                batch[1], logits) * mask) / tf.reduce_sum(mask)
+        want = float(tf.linalg.global_norm(tape.gradient(loss, model.trainable_variables)))
+        optimizer = keras.optimizers.SGD(0.0)
+        optimizer.build(model.trainable_variables)
+        step = tf.Variable(0, dtype=tf.int64)
+        train_step = trainer.make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
+        got = float(train_step(iter(tf.data.Dataset.from_tensors(batch).repeat()))[3])
+        self.assertGreater(want, 0.0)
+        self.assertAllClose(got, want, rtol=1e-5)
+
+
 class ConfigurationSourceTest(tf.test.TestCase):
 
     def test_every_config_field_is_a_flag_with_its_help_and_default(self):
@@ -373,6 +404,12 @@ class FusedAdamTest(tf.test.TestCase):
         # The check has teeth: a different epsilon moves the weights.
         moved = self._run(Adam, epsilon=1e-1)
         self.assertNotAllClose(moved[0], self._run(keras.optimizers.Adam)[0])
+
+    def test_snn_paper_settings_reach_the_optimizer(self):
+        from bytenet_tf.training.config import resolve
+        optimizer = trainer.make_optimizer(
+            resolve(TrainConfig(adam_beta_2=0.99, adam_epsilon=0.01)), "float32")
+        self.assertEqual((optimizer.beta_2, optimizer.epsilon), (0.99, 0.01))
 
     def test_trainer_uses_it(self):
         from bytenet_tf.training.config import resolve

@@ -48,6 +48,9 @@ class ResidualBlock(keras.layers.Layer):
         kernel_initializer: initializer of every convolution kernel.
         normalize_residual: bool, rescale the residual sum as described above.
         branch_weight: float, the weight `w` of the branch in the residual sum.
+        residual_gate: bool, make `w` a learnable scalar that starts at 0 (SkipInit, De & Smith
+            2020; ReZero, Bachlechner et al. 2020): every block starts as the identity. With
+            `normalize_residual` the sum is still divided by `sqrt(1 + w**2)`.
         seed: int or None, seeds the dropout layers.
         ops_policy: str, how the kernels are computed (see `bytenet_tf.ops`).
         **kwargs: base layer arguments.
@@ -77,7 +80,8 @@ class ResidualBlock(keras.layers.Layer):
     def __init__(self, hidden_size, kernel_size=3, dilation_rate=1, causal=False,
                  normalization="layer", activation="relu", dropout_rate=0.0,
                  kernel_initializer="glorot_uniform", normalize_residual=False,
-                 branch_weight=1.0, seed=None, ops_policy="reference", **kwargs):
+                 branch_weight=1.0, residual_gate=False, seed=None, ops_policy="reference",
+                 **kwargs):
         super().__init__(**kwargs)
         validate_normalization(normalization, causal)
         if activation not in ACTIVATIONS:
@@ -99,6 +103,7 @@ class ResidualBlock(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.normalize_residual = normalize_residual
         self.branch_weight = branch_weight
+        self.residual_gate = residual_gate
         self.seed = seed
         self.ops_policy = ops_policy
         self.ops = ops.get(ops_policy)
@@ -135,6 +140,8 @@ class ResidualBlock(keras.layers.Layer):
         return next(conv for conv in self.convs if conv.name == "conv_dilated")
 
     def build(self, input_shape):
+        if self.residual_gate:
+            self.gate = self.add_weight(name="gate", shape=(), initializer="zeros")
         channels = input_shape[-1]
         shape = tuple(input_shape)
         for norm, conv in zip(self.norms, self.convs):
@@ -160,6 +167,10 @@ class ResidualBlock(keras.layers.Layer):
                 and conv.kernel_size == 1)
 
     def _residual(self, inputs, branch):
+        if self.residual_gate:
+            gate = tf.cast(self.gate, branch.dtype)
+            out = inputs + gate * branch
+            return out * tf.math.rsqrt(1.0 + gate * gate) if self.normalize_residual else out
         # A weight of 1 (the default) skips a multiply over the whole activation, forward and back.
         out = inputs + (branch if self.branch_weight == 1.0 else self.branch_weight * branch)
         if self.normalize_residual:
@@ -227,6 +238,7 @@ class ResidualBlock(keras.layers.Layer):
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "normalize_residual": self.normalize_residual,
             "branch_weight": self.branch_weight,
+            "residual_gate": self.residual_gate,
             "seed": self.seed,
             "ops_policy": self.ops_policy,
         })

@@ -49,6 +49,7 @@ class ByteNet(keras.Model):
         kernel_initializer: initializer of every convolution kernel.
         normalize_residual: bool, see `ResidualBlock`.
         branch_weight: float, see `ResidualBlock`.
+        residual_gate: bool, a learnable branch weight that starts at 0; see `ResidualBlock`.
         unfold_a: float, dynamic unfolding slope.
         unfold_b: float, dynamic unfolding offset (bytes).
         max_length: int, the longest source in bytes (EOS included) that serving accepts.
@@ -73,8 +74,9 @@ class ByteNet(keras.Model):
     def __init__(self, hidden_size=400, num_stacks=3, dilations=(1, 2, 4, 8, 16), kernel_size=3,
                  block="residual", normalization="layer", decoder_normalization=None,
                  activation="relu", dropout_rate=0.0, kernel_initializer="glorot_uniform",
-                 normalize_residual=False, branch_weight=1.0, unfold_a=1.2, unfold_b=0.0,
-                 max_length=DEFAULT_MAX_LENGTH, seed=None, ops_policy="reference", **kwargs):
+                 normalize_residual=False, branch_weight=1.0, residual_gate=False, unfold_a=1.2,
+                 unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, seed=None, ops_policy="reference",
+                 **kwargs):
         super().__init__(**kwargs)
         if block not in BLOCKS:
             raise ValueError(f"block={block!r} is unknown; choose one of: {', '.join(BLOCKS)}")
@@ -98,6 +100,7 @@ class ByteNet(keras.Model):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.normalize_residual = normalize_residual
         self.branch_weight = branch_weight
+        self.residual_gate = residual_gate
         self.unfold_a = unfold_a
         self.unfold_b = unfold_b
         self.max_length = max_length
@@ -141,6 +144,7 @@ class ByteNet(keras.Model):
                     normalization=normalization, activation=self.activation,
                     dropout_rate=self.dropout_rate, kernel_initializer=self._initializer(),
                     normalize_residual=self.normalize_residual, branch_weight=self.branch_weight,
+                    residual_gate=self.residual_gate,
                     seed=None if self.seed is None else self.seed + 10 * index + (5000 if causal else 0),
                     ops_policy=self.ops_policy, name=f"{prefix}_block_{index}", dtype=self.dtype_policy))
         return blocks
@@ -251,6 +255,7 @@ class ByteNet(keras.Model):
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "normalize_residual": self.normalize_residual,
             "branch_weight": self.branch_weight,
+            "residual_gate": self.residual_gate,
             "unfold_a": self.unfold_a,
             "unfold_b": self.unfold_b,
             "max_length": self.max_length,

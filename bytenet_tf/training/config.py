@@ -32,7 +32,7 @@ PRESETS = {
 
 # Fields that override the zoo model's hyperparameters when set.
 MODEL_OVERRIDES = ("hidden_size", "num_stacks", "dropout_rate", "normalization", "branch_weight",
-                   "max_length")
+                   "residual_gate", "max_length")
 
 
 @dataclasses.dataclass
@@ -52,6 +52,8 @@ class TrainConfig:
     branch_weight: float = option(
         None, "Override the weight w of the residual branch: blocks return x + w*f(x), or "
         "(x + w*f(x))/sqrt(1 + w^2) in bytenet_selu (see docs/results.md, experiment 2).")
+    residual_gate: bool = option(None, "Override: make the residual branch weight a learnable "
+                                 "scalar that starts at 0 (SkipInit/ReZero).")
     max_length: int = option(None, "Longest sequence in bytes, EOS included; longer pairs are "
                              "dropped and counted. Default: the model's (500).")
     batch_size: int = option(None, "Global batch size in sentence pairs.")
@@ -70,6 +72,8 @@ class TrainConfig:
     decay_learning_rate: bool = option(True, "Decay as 1/sqrt(step) after the warm-up; false "
                                        "keeps the rate constant.")
     clip_norm: float = option(0.0, "Clip each replica's gradient to this norm; 0 for none.")
+    adam_beta_2: float = option(0.999, "Adam's beta_2 (the SNN paper used 0.99 for SELU nets).")
+    adam_epsilon: float = option(1e-7, "Adam's epsilon (the SNN paper used 0.01 for SELU nets).")
     precision: str = option("auto", "Precision policy.", choices=devices.PRECISIONS)
     strategy: str = option("auto", "tf.distribute strategy.", choices=devices.STRATEGIES)
     ops_policy: str = option("auto", "How the numerical kernels run (bytenet_tf.ops): auto picks "

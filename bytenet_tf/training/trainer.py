@@ -66,7 +66,7 @@ def make_optimizer(config, policy):
     optimizer = Adam(
         WarmupRsqrtDecay(config.learning_rate, max(config.warmup_steps, 1),
                          decay=config.decay_learning_rate),
-        clipnorm=config.clip_norm or None)
+        beta_2=config.adam_beta_2, epsilon=config.adam_epsilon, clipnorm=config.clip_norm or None)
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
@@ -81,6 +81,12 @@ def _build(config, policy, ops_policy):
     return model, optimizer, step
 
 
+def _loss_scale(optimizer):
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return tf.cast(optimizer.dynamic_scale, tf.float32)
+    return tf.constant(1.0)
+
+
 def make_train_step(strategy, model, optimizer, step):
     """The binary's training step: one `tf.function` that takes an iterator of batches.
 
@@ -92,9 +98,11 @@ def make_train_step(strategy, model, optimizer, step):
         step: an int64 `tf.Variable`, incremented once per call.
 
     Returns:
-        `train_step(iterator)` -> `(loss, byte_accuracy, target_bytes)` float32 scalars: the
-        mean cross-entropy per non-PAD target byte of the global batch, the share of those
-        bytes predicted right, and their count.
+        `train_step(iterator)` -> `(loss, byte_accuracy, target_bytes, gradient_norm)` float32
+        scalars: the mean cross-entropy per non-PAD target byte of the global batch, the share
+        of those bytes predicted right, their count, and the global norm of the gradient before
+        clipping (unscaled under loss scaling; with several replicas, the square root of the
+        sum of the replicas' squared norms, which is not the norm of their summed gradient).
     """
     def replica_step(features, labels):
         with tf.GradientTape() as tape:
@@ -107,18 +115,21 @@ def make_train_step(strategy, model, optimizer, step):
             loss = local_sum / tf.maximum(global_count, 1.0)
             scaled_loss = optimizer.scale_loss(loss)
         gradients = tape.gradient(scaled_loss, model.trainable_variables)
+        squared_norm = tf.square(tf.linalg.global_norm(gradients) / _loss_scale(optimizer))
         optimizer.apply(gradients, model.trainable_variables)
         predictions = tf.argmax(logits, axis=-1, output_type=labels.dtype)
         correct = tf.reduce_sum(tf.cast(tf.equal(predictions, labels), tf.float32) * mask)
-        return local_sum, local_count, correct
+        return local_sum, local_count, correct, squared_norm
 
     @tf.function
     def train_step(iterator):
         features, labels = next(iterator)
         per_replica = strategy.run(replica_step, args=(features, labels))
-        loss_sum, count, correct = (strategy.reduce("sum", value, axis=None) for value in per_replica)
+        loss_sum, count, correct, squared_norm = (strategy.reduce("sum", value, axis=None)
+                                                  for value in per_replica)
         step.assign_add(1)
-        return loss_sum / tf.maximum(count, 1.0), correct / tf.maximum(count, 1.0), count
+        return (loss_sum / tf.maximum(count, 1.0), correct / tf.maximum(count, 1.0), count,
+                tf.sqrt(squared_norm))
 
     return train_step
 
@@ -206,7 +217,7 @@ def _train_loop(config, model, optimizer, step, train_step, data, manager, write
     bar = tqdm(total=config.train_steps, initial=start, desc="train", unit="step",
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
     for current in range(start + 1, config.train_steps + 1):
-        loss, accuracy, count = train_step(data.iterator)
+        loss, accuracy, count, gradient_norm = train_step(data.iterator)
         loss, accuracy = float(loss), float(accuracy)
         if not math.isfinite(loss):
             bar.close()
@@ -225,6 +236,7 @@ def _train_loop(config, model, optimizer, step, train_step, data, manager, write
             if chief:
                 _summaries(writer, current, {
                     "loss": loss, "bits_per_byte": loss / math.log(2), "byte_accuracy": accuracy,
+                    "gradient_norm": float(gradient_norm),
                     "learning_rate": float(optimizer.learning_rate), "bytes_per_second": rate,
                     "train_seconds": time.perf_counter() - loop_start}, metrics_path)
             window_bytes, window_start = 0.0, time.perf_counter()
