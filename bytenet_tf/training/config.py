@@ -25,7 +25,7 @@ DEFAULTS = dict(batch_size=32, tokens_per_batch=0, train_steps=20000, learning_r
 PRESETS = {
     # The no-flag main job: a small SELU ByteNet that learns the default digits task in a few
     # minutes on a 2-core CPU (see README for the measured run).
-    "digits": dict(hidden_size=128, num_stacks=1, batch_size=64, train_steps=3000,
+    "digits": dict(hidden_size=128, num_stacks=1, batch_size=64, train_steps=4000,
                    learning_rate=3e-3, warmup_steps=100, max_length=64, checkpoint_every=300,
                    eval_every=0, valid_size=1000, log_every=50),
 }
