@@ -145,10 +145,9 @@ class _Data:
         with tf.init_scope():
             self.length_filter = preprocessing.LengthFilter(config.max_length)
         self.stats = []
-        resumed_step = _checkpoint_value(checkpoint_path, "step/.ATTRIBUTES/VARIABLE_VALUE")
-        self.has_saved_stream = _checkpoint_has(checkpoint_path, "iterator/")
+        resumed_step, self.has_saved_stream = _stream_position(checkpoint_path)
         # Without a saved stream, a resumed run reshuffles instead of replaying the first batches.
-        seed = config.seed if self.has_saved_stream else config.seed + int(resumed_step or 0)
+        seed = config.seed if self.has_saved_stream else config.seed + resumed_step
         pipeline = preprocessing.PipelineConfig(
             max_length=config.max_length, batch_size=config.batch_size // replicas,
             tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
@@ -184,16 +183,15 @@ class _Data:
                 "length_filter": self.length_filter.counts()}
 
 
-def _checkpoint_keys(path):
-    return tf.train.load_checkpoint(path).get_variable_to_shape_map() if path else {}
-
-
-def _checkpoint_has(path, prefix):
-    return any(key.startswith(prefix) for key in _checkpoint_keys(path))
-
-
-def _checkpoint_value(path, key):
-    return tf.train.load_checkpoint(path).get_tensor(key) if key in _checkpoint_keys(path) else None
+def _stream_position(checkpoint_path):
+    """`(step, holds_iterator)` of a checkpoint, read once; `(0, False)` when there is none."""
+    if not checkpoint_path:
+        return 0, False
+    reader = tf.train.load_checkpoint(checkpoint_path)
+    keys = reader.get_variable_to_shape_map()
+    step_key = "step/.ATTRIBUTES/VARIABLE_VALUE"
+    step = int(reader.get_tensor(step_key)) if step_key in keys else 0
+    return step, any(key.startswith("iterator/") for key in keys)
 
 
 def _summaries(writer, step, values, metrics_path=None):
