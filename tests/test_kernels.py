@@ -253,5 +253,18 @@ class FallbackTest(unittest.TestCase):
         self.assertEqual(os.listdir(cache), [], "a failed build leaves no file behind")
 
 
+class TargetFlagsTest(unittest.TestCase):
+    def test_avx512_fp16_is_turned_off_only_where_the_cpu_has_it(self):
+        # TF 2.21's Eigen headers fail to compile with AVX512-FP16 on (Sapphire Rapids).
+        original = kernels._cpu_signature
+        try:
+            kernels._cpu_signature = lambda: "flags\t: avx2 avx512f avx512_bf16 avx512_fp16\n"
+            self.assertEqual(kernels._target_flags(), ["-march=native", "-mno-avx512fp16"])
+            kernels._cpu_signature = lambda: "flags\t: avx2 avx512f avx512_bf16\n"
+            self.assertEqual(kernels._target_flags(), ["-march=native"])
+        finally:
+            kernels._cpu_signature = original
+
+
 if __name__ == "__main__":
     tf.test.main()

@@ -52,8 +52,22 @@ def _compiler():
     return os.environ.get("CXX", "g++")
 
 
+def _target_flags():
+    """`-march=native`, less AVX512-FP16 where the CPU has it.
+
+    TensorFlow 2.21's Eigen headers do not compile with AVX512-FP16 enabled (g++ 12:
+    `PacketMathFP16.h: expected initializer before '<' token`), which `-march=native` turns on
+    on Sapphire Rapids and later. The kernel uses no half-precision floats, so nothing is lost.
+    A compiler whose `-march=native` knows the extension also knows the flag that turns it off.
+    """
+    flags = ["-march=native"]
+    if "avx512_fp16" in _cpu_signature().split():
+        flags.append("-mno-avx512fp16")
+    return flags
+
+
 def _command(output):
-    return (shlex.split(_compiler()) + ["-shared", "-fPIC", "-O3", "-march=native", "-w",
+    return (shlex.split(_compiler()) + ["-shared", "-fPIC", "-O3", *_target_flags(), "-w",
                                      "-fno-math-errno", "-fno-trapping-math"]
             + tf.sysconfig.get_compile_flags() + [SOURCE, "-o", output]
             + tf.sysconfig.get_link_flags())
