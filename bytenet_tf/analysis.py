@@ -1,7 +1,13 @@
 """Activation statistics through depth: the measurement behind SELU self-normalization.
 
-`block_statistics(model, source, target)` runs a `ByteNet` layer by layer and returns the mean
-and variance of every block's output, over real (non-padding) positions and all channels.
+- `block_statistics(model, source, target)`: the mean and variance of every block's output,
+  pooled over real (non-padding) positions and all channels.
+- `unit_statistics(model, source, target)`: what SELU's fixed-point argument is about: the mean
+  and variance of each unit (channel) of each activation's input inside every residual branch,
+  over real positions, summarized per activation by quantiles over the units. Pooling hides a
+  unit that drifts; this does not.
+- `weight_change(before, after)`: relative change of each block's kernels, so that "stays
+  normalized" can be told apart from "never moved".
 """
 
 import numpy as np
@@ -46,8 +52,7 @@ def block_statistics(model, source, target, training=False):
     length = tf.shape(target)[1]
     aligned = tf.pad(encoded, [[0, 0], [0, tf.maximum(length - tf.shape(encoded)[1], 0)],
                                [0, 0]])[:, :length]
-    y = model.decoder_input_projection(
-        tf.concat([aligned, model.target_embedding(target)], axis=-1))
+    y = model.decoder_input(tf.concat([aligned, model.target_embedding(target)], axis=-1))
     for block in model.decoder_blocks:
         y = block(y, training=training)
         mean, var = _moments(y, target_mask)
@@ -74,3 +79,94 @@ def summary(rows):
     means = np.array([row["mean"] for row in rows])
     variances = np.array([row["variance"] for row in rows])
     return float(np.abs(means).max()), float(variances.min()), float(variances.max())
+
+
+def _walk(model, source, target, visit, training=False):
+    """Runs `model` block by block, calling `visit(side, block, x, mask)` before each block,
+    where `x` is the block input and `mask` the boolean `(batch, length)` real-position mask."""
+    source = tf.convert_to_tensor(source)
+    target = tf.convert_to_tensor(target)
+    source_mask = tf.not_equal(source, PAD_ID)
+    x = model.source_embedding(source) * tf.cast(source_mask, model.compute_dtype)[..., tf.newaxis]
+    for block in model.encoder_blocks:
+        visit("encoder", block, x, source_mask)
+        x = block(x, mask=source_mask, training=training)
+    encoded = model.encode(source, training=training)
+    length = tf.shape(target)[1]
+    aligned = tf.pad(encoded, [[0, 0], [0, tf.maximum(length - tf.shape(encoded)[1], 0)],
+                               [0, 0]])[:, :length]
+    y = model.decoder_input(tf.concat([aligned, model.target_embedding(target)], axis=-1))
+    target_mask = tf.not_equal(target, PAD_ID)
+    for block in model.decoder_blocks:
+        visit("decoder", block, y, target_mask)
+        y = block(y, training=training)
+
+
+def _unit_moments(x, mask):
+    """Per-channel mean and variance of `x` `(batch, length, channels)` over real positions."""
+    x = np.asarray(tf.cast(x, tf.float32)).reshape(-1, x.shape[-1])
+    x = x[np.asarray(mask).reshape(-1)]
+    return x.mean(axis=0), x.var(axis=0)
+
+
+def unit_statistics(model, source, target, quantiles=(0.05, 0.5, 0.95)):
+    """Per-unit statistics of every activation input in every residual branch.
+
+    Args:
+        model: a `ByteNet` whose blocks are `ResidualBlock`s.
+        source: int32 `(batch, S)` source ids (EOS-framed, PAD-padded).
+        target: int32 `(batch, T)` decoder input ids (BOS-framed, PAD-padded).
+        quantiles: the quantiles over units to report.
+
+    Returns:
+        A list of dicts, one per (block, activation), in depth order, encoder first:
+        `{"side", "block", "activation"` (0 is the block input's, 1 and 2 follow the block's
+        first two convolutions), `"units"`, `"mean_q"` and `"variance_q"` (the quantiles of the
+        units' means and variances), `"max_abs_mean"`, `"min_variance"`, `"max_variance"` and
+        `"pooled_variance"`}.
+    """
+    rows = []
+
+    def visit(side, block, x, mask):
+        preactivations = []
+        block.branch(x, mask=mask if side == "encoder" else None, training=False,
+                     preactivations=preactivations)
+        for index, z in enumerate(preactivations):
+            means, variances = _unit_moments(z, mask)
+            pooled = np.asarray(tf.cast(z, tf.float32)).reshape(-1, z.shape[-1])[
+                np.asarray(mask).reshape(-1)]
+            rows.append({
+                "side": side, "block": block.name, "activation": index, "units": len(means),
+                "mean_q": [float(np.quantile(means, q)) for q in quantiles],
+                "variance_q": [float(np.quantile(variances, q)) for q in quantiles],
+                "max_abs_mean": float(np.abs(means).max()),
+                "min_variance": float(variances.min()), "max_variance": float(variances.max()),
+                "pooled_variance": float(pooled.var())})
+
+    _walk(model, source, target, visit)
+    return rows
+
+
+def kernel_values(model):
+    """`{variable path: numpy value}` of every convolution kernel in the residual blocks."""
+    return {v.path: np.array(v.numpy()) for block in model.encoder_blocks + model.decoder_blocks
+            for v in block.trainable_variables if v.path.endswith("kernel")}
+
+
+def weight_change(before, after):
+    """Relative change `||after - before|| / ||before||` of each kernel, grouped by block.
+
+    Args:
+        before, after: dicts from `kernel_values`.
+
+    Returns:
+        `{block path: relative change of the block's kernels taken together}`, in the order of
+        `before`.
+    """
+    squared_change, squared_norm = {}, {}
+    for path, value in before.items():
+        block = path.rsplit("/", 2)[0]
+        squared_change[block] = squared_change.get(block, 0.0) + float(
+            np.sum((after[path] - value) ** 2))
+        squared_norm[block] = squared_norm.get(block, 0.0) + float(np.sum(value ** 2))
+    return {block: (squared_change[block] / squared_norm[block]) ** 0.5 for block in squared_change}

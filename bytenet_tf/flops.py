@@ -6,21 +6,23 @@ forward pass, and the two products per layer of the backward pass).
 """
 
 
-def _block_macs(model):
-    h, k = model.hidden_size, model.kernel_size
-    if model.block == "simplified":
-        return k * h * h
-    half = h // 2
-    return h * half + k * half * half + half * h
+def _block_macs(block_type, width, kernel_size):
+    if block_type == "simplified":
+        return kernel_size * width * width
+    half = width // 2
+    return width * half + kernel_size * half * half + half * width
 
 
 def forward_flops(model, source_length, target_length, batch_size):
     """FLOPs of one forward pass over `batch_size` pairs of the given lengths."""
     blocks = len(model.encoder_blocks)
-    h = model.hidden_size
+    h, width = model.hidden_size, model.decoder_width
     vocab = model.output_projection.filters
-    encoder = source_length * blocks * _block_macs(model)
-    decoder = target_length * (2 * h * h + blocks * _block_macs(model) + h * vocab)
+    projection = 0 if model.decoder_input_projection is None else 2 * h * h
+    encoder = source_length * blocks * _block_macs(model.block, h, model.encoder_kernel_size)
+    decoder = target_length * (projection + blocks * _block_macs(model.block, width,
+                                                                  model.kernel_size)
+                               + width * vocab)
     return 2 * batch_size * (encoder + decoder)
 
 

@@ -1,7 +1,8 @@
 """Metrics only: sacrebleu's BLEU and chrF, and exact match, over hypotheses and references.
 
 `score(hypotheses, references)` returns BLEU and chrF from sacrebleu with their signatures, and
-the exact-match rate; translating is `bytenet_tf.inference`'s job.
+the exact-match rate; `character_error_rate` is the thesis's per-character misclassification
+rate. Translating is `bytenet_tf.inference`'s job.
 """
 
 import numpy as np
@@ -45,3 +46,32 @@ def score(hypotheses, references):
     return {"bleu": round(bleu_score.score, 4), "chrf": round(chrf_score.score, 4),
             "signature": str(bleu.get_signature()), "chrf_signature": str(chrf.get_signature()),
             "exact_match": exact, "sentences": len(hyps)}
+
+
+def character_error_rate(hypotheses, references):
+    """The thesis's misclassification rate: wrong output bytes over reference bytes plus EOS.
+
+    The thesis's `MisclassificationRate` (`code/metric/misclassification_rate.py`) compares the
+    greedy output with the target position by position, over the target's non-padding
+    positions: its bytes and its end-of-sequence. Here each reference is read as its bytes then
+    EOS, each hypothesis as its bytes, EOS, then padding; position i of the reference counts as
+    an error when the hypothesis differs there. Output past the reference's EOS is ignored, so
+    `"104" -> "1049"` is wrong at one position (4 of 4 positions counted: `1`, `0`, `4`, EOS).
+
+    Returns:
+        `(errors, positions)`: ints; the rate is their quotient.
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    errors = positions = 0
+    for hypothesis, reference in zip(hypotheses, references):
+        hypothesis, reference = _bytes(hypothesis), _bytes(reference)
+        framed = list(hypothesis) + [None]  # None stands for EOS, then padding
+        for i, byte in enumerate(list(reference) + [None]):
+            errors += (framed[i] if i < len(framed) else "pad") != byte
+        positions += len(reference) + 1
+    return errors, positions
+
+
+def _bytes(value):
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)

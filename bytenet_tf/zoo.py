@@ -23,6 +23,17 @@ _PAPER = dict(hidden_size=800, num_stacks=6, dilations=(1, 2, 4, 8, 16), kernel_
 # and a maximum sentence length of 500 bytes (DEFAULT_MAX_LENGTH).
 _THESIS = dict(_PAPER, hidden_size=400, num_stacks=3)
 
+# The thesis's own code (AndreasMadsen/master-thesis, `code/model/bytenet.py`, versions `v1` and
+# `v1-selu`), as far as this model class can express it: encoder kernel 5, decoder kernel 3, the
+# decoder at 2 * hidden on [encoder output, target embedding] with no projection, no encoder
+# output norm and no head before the logits (layout="thesis"), a plain residual sum, no dropout,
+# and sugartensor's he_uniform for every kernel and both embeddings. Left as they are: its norms
+# had no scale (gamma), and its embeddings kept a zero row for padding.
+_THESIS_CODE = dict(_THESIS, encoder_kernel_size=5, kernel_size=3, layout="thesis",
+                    normalize_residual=False, branch_weight=1.0, dropout_rate=0.0,
+                    kernel_initializer="sugartensor_he_uniform",
+                    embedding_initializer="sugartensor_he_uniform")
+
 MODELS = {
     "bytenet": _PAPER,
     "bytenet_small": _THESIS,
@@ -36,6 +47,10 @@ MODELS = {
     "bytenet_selu": dict(_THESIS, normalization="none", activation="selu",
                          kernel_initializer="lecun_uniform", dropout_rate=0.05,
                          normalize_residual=True, branch_weight=1.0),
+    # The thesis's `v1`: batch norm in the encoder, layer norm in the decoder, ReLU.
+    "bytenet_thesis": dict(_THESIS_CODE, normalization="batch", decoder_normalization="layer"),
+    # The thesis's `v1-selu`: no normalization, selu.
+    "bytenet_selu_thesis": dict(_THESIS_CODE, normalization="none", activation="selu"),
 }
 
 _OVERRIDABLE = tuple(name for name in inspect.signature(ByteNet.__init__).parameters

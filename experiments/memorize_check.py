@@ -6,7 +6,9 @@
 Draws 64 pairs of newstest2017 (never used while developing: the sweeps and experiments train on
 newstest2013) whose German and English lines are both at most 190 bytes, with
 `numpy.random.default_rng(2017)`, and writes them to runs/experiments/memorize_check/data. Then
-runs the binary as a user would, with the flags of the check:
+runs the binary as a user would (as `python -m bytenet_tf.train`, the contract's other name
+for bytenet-train, so that the code of this tree runs even from a frozen copy), with the flags
+of the check:
 
     bytenet-train --model=bytenet_selu --dataset=text --learning_rate=1e-3 --warmup_steps=50
         --batch_size=16 --max_length=200
@@ -29,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from experiments.common import ROOT, RUNS, read_metrics, write_results  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 from shared_data import deen  # noqa: E402
 
@@ -63,13 +65,15 @@ def main():
     source, target = write_pairs(os.path.join(RUNS, "memorize_check", "data"))
     model_dir = os.path.join(RUNS, "memorize_check", args.label)
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
-    command = ["bytenet-train", *CHECK_FLAGS, f"--source_file={source}",
+    command = [sys.executable, "-m", "bytenet_tf.train", *CHECK_FLAGS, f"--source_file={source}",
                f"--target_file={target}", f"--valid_source_file={source}",
                f"--valid_target_file={target}", f"--time_budget_seconds={args.seconds:g}",
                f"--eval_every={10 * PAIRS // 16}", f"--valid_size={PAIRS}", "--log_every=4",
                "--export=false", "--progress=false", f"--model_dir={model_dir}", *args.extra]
     print(" ".join(command), flush=True)
-    subprocess.run(command, check=True)
+    subprocess.run(command, check=True, cwd=ROOT,
+                   env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get(
+                       "PYTHONPATH", "")))
     curve = read_metrics(model_dir)
     with open(os.path.join(model_dir, "results.json")) as f:
         results = json.load(f)
@@ -77,7 +81,8 @@ def main():
     seconds = {row["step"]: row["train_seconds"] for row in curve if "train_seconds" in row}
     passed = [row for row in validations if row["valid_bleu"] >= 90]
     summary = {
-        "label": args.label, "command": " ".join(command), "pairs": PAIRS,
+        "label": args.label, "pairs": PAIRS,
+        "command": " ".join(["bytenet-train", *command[3:]]).replace(ROOT + os.sep, ""),
         "steps": results["step"], "final_bleu": results["valid"]["bleu"],
         "final_chrf": results["valid"]["chrf"],
         "best_bleu": max([row["valid_bleu"] for row in validations] + [0]),

@@ -20,6 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from experiments.common import ROOT, RESULTS  # noqa: E402
 
 DOCS = os.path.join(ROOT, "docs")
+# Residual sweep results files (experiment 6), and memorization-check labels (experiment 7).
+SWEEPS = ("residual_screen_3min", "residual_optimizer_3min", "residual_seeds_3min")
+CHECKS = ("default", "default_seed1", "w1")
 THESIS_DIGITS = {"bytenet": "about 0.30", "bytenet_simplified": "0.25",
                  "bytenet_selu": "0.30-0.40"}
 
@@ -172,6 +175,165 @@ def speed_section(result):
     return lines
 
 
+def _settings_table(runs):
+    """Mean (and per-seed) figures of each setting, settings in first-run order."""
+    by_setting = {}
+    for run in runs:
+        by_setting.setdefault(run["setting"], []).append(run)
+    lines = ["| setting | seeds | steps | final train loss (mean; per seed) | best BLEU (per seed) "
+             "| final BLEU (per seed) | first second at BLEU >= 90 | max gradient norm |",
+             "|---|---|---|---|---|---|---|---|"]
+    for setting, rows in by_setting.items():
+        mean_loss = sum(r["final_loss"] for r in rows) / len(rows)
+        lines.append(
+            f"| {setting} | {', '.join(str(r['seed']) for r in rows)} "
+            f"| {', '.join(str(r['steps']) for r in rows)} "
+            f"| {mean_loss:.3f}; {', '.join(f'{r['final_loss']:.3f}' for r in rows)} "
+            f"| {', '.join(f'{r['best_bleu']:.1f}' for r in rows)} "
+            f"| {', '.join(f'{r['final_bleu']:.1f}' for r in rows)} "
+            f"| {', '.join(str(r['first_seconds_at_bleu_90']) for r in rows)} "
+            f"| {max(r['max_gradient_norm'] for r in rows):.1f} |")
+    return lines
+
+
+def sweep_section(results):
+    """Experiment 6: the residual sweep (one or more results files, one table each)."""
+    fig, (ax_loss, ax_norm) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=90)
+    lines = ["## 6. SELU ByteNet's residual branch: sweep on memorization", "",
+             "bytenet_selu at its zoo size (hidden 400, 3 stacks, 15 blocks per side) on the "
+             "first 100 pairs of newstest2013, scored on the same pairs; batch 16, Adam (Keras "
+             "defaults unless `+snn_adam`: beta_2 0.99, epsilon 0.01), 1e-3 after 50 warm-up "
+             "steps then 1/sqrt(step) decay (`+constant`: no decay), the zoo's AlphaDropout 0.05 "
+             "(`+nodrop`: none), precision auto, a wall-clock budget per run. `w<x>`: blocks "
+             "return `(x + w f(x)) / sqrt(1 + w^2)`; `gate`: w is a learnable scalar from 0. "
+             "Final train loss: mean of the last three logged steps (nats per byte).", ""]
+    colors = {}
+    for name, result in results.items():
+        lines += [f"### `{name}`", "", provenance(result) + f" Budget {result['minutes']:g} "
+                  "minutes per run.", ""] + _settings_table(result["runs"]) + [""]
+        for run in result["runs"]:
+            color = colors.setdefault(run["setting"], f"C{len(colors) % 10}")
+            losses = [r for r in run["curve"] if "loss" in r]
+            label = run["setting"] if run["seed"] == result["runs"][0]["seed"] else None
+            ax_loss.plot([r["train_seconds"] for r in losses], ema([r["loss"] for r in losses]),
+                         color=color, lw=0.9, label=label)
+            ax_norm.plot([r["step"] for r in losses], ema([r["gradient_norm"] for r in losses]),
+                         color=color, lw=0.9)
+    ax_loss.set(xlabel="training seconds", ylabel="train cross-entropy (nats/byte, EMA 0.8)",
+                yscale="log")
+    ax_norm.set(xlabel="step", ylabel="global gradient norm (EMA 0.8)", yscale="log")
+    ax_loss.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "residual_sweep.png"))
+    plt.close(fig)
+    lines += ["![residual sweep](residual_sweep.png)"]
+    return lines
+
+
+def check_section(results):
+    """The zoo-default memorization check through the binary."""
+    lines = ["## 7. Zoo-default check: 64 unseen newstest2017 pairs in 10 minutes", "",
+             "`python experiments/memorize_check.py` draws 64 newstest2017 pairs (both sides "
+             "at most 190 bytes; newstest2017 was never used while developing) and runs "
+             "bytenet-train on them as a user would, 600 s of training (validation included).",
+             "", "| label | command | commit | steps | first second at BLEU >= 90 | best BLEU "
+             "| final BLEU | final chrF | passed |", "|---|---|---|---|---|---|---|---|---|"]
+    fig, ax = plt.subplots(figsize=(5, 3.4), dpi=90)
+    for label, result in results.items():
+        lines.append(f"| {label} | `{result['command'].split(' --source_file')[0]} ... "
+                     f"{' '.join(a for a in result['command'].split() if a.startswith(('--branch', '--seed', '--residual')))}` "
+                     f"| {result['commit']} | {result['steps']} "
+                     f"| {result['first_seconds_at_bleu_90']} | {result['best_bleu']:.1f} "
+                     f"| {result['final_bleu']:.1f} | {result['final_chrf']:.1f} "
+                     f"| {'yes' if result['passed'] else 'no'} |")
+        seconds = {r["step"]: r["train_seconds"] for r in result["curve"] if "train_seconds" in r}
+        bleus = [r for r in result["curve"] if "valid_bleu" in r and r["step"] in seconds]
+        ax.plot([seconds[r["step"]] for r in bleus], [r["valid_bleu"] for r in bleus], "o-",
+                ms=3, label=label)
+    ax.axhline(90, color="gray", lw=0.8, ls="--")
+    ax.set(xlabel="training seconds", ylabel="BLEU on the 64 pairs")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "memorize_check.png"))
+    plt.close(fig)
+    lines += ["", "![memorize check](memorize_check.png)"]
+    return lines
+
+
+def thesis_digits_section(result):
+    lines = ["## 8. Digits as the thesis ran and scored it", "", provenance(result), "",
+             "`--digits_config=thesis` (the thesis's RandomState draws: 28 of the 128 test items "
+             "are training items), the thesis code's architecture (`bytenet_thesis` = its `v1`, "
+             "`bytenet_selu_thesis` = its `v1-selu`) at hidden 20 and 3 stacks, batch 16, 2400 "
+             "steps (300 epochs), Adam at a constant 1e-3, float32, no dropout. Character error "
+             "= the thesis's per-character misclassification rate (wrong greedy output bytes "
+             "over reference bytes plus EOS); exact match over whole strings. The thesis "
+             "reported a misclassification rate of about 0.30 for ByteNet and 0.30-0.40 for "
+             "SELU ByteNet (read from its plots).", "",
+             "| model | seed | train loss | char. error, test (all 128) | char. error, test "
+             "overlap (28) | char. error, test clean (100) | exact match, test | exact match, "
+             "train | seconds |", "|---|---|---|---|---|---|---|---|---|"]
+    by_model = {}
+    for run in result["runs"]:
+        by_model.setdefault(run["model"], []).append(run)
+        lines.append(f"| {run['model']} | {run['seed']} | {run['train_loss']:.4f} "
+                     f"| {run['test']['character_error']:.3f} "
+                     f"| {run['test_overlap']['character_error']:.3f} "
+                     f"| {run['test_clean']['character_error']:.3f} "
+                     f"| {run['test']['exact_match']:.3f} | {run['train']['exact_match']:.3f} "
+                     f"| {run['seconds']:.0f} |")
+    for model, runs in by_model.items():
+        mean = lambda key, part: sum(r[part][key] for r in runs) / len(runs)  # noqa: E731
+        lines.append(f"| **{model} mean** | {len(runs)} seeds | | "
+                     f"**{mean('character_error', 'test'):.3f}** "
+                     f"| {mean('character_error', 'test_overlap'):.3f} "
+                     f"| {mean('character_error', 'test_clean'):.3f} "
+                     f"| {mean('exact_match', 'test'):.3f} | {mean('exact_match', 'train'):.3f} | |")
+    return lines
+
+
+def self_normalization_section(result):
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), dpi=90, sharey=True)
+    lines = ["## 9. Self-normalization per unit, and attraction", "", provenance(result), "",
+             "Per unit (channel) of each selu input inside the residual branches of "
+             "bytenet_selu (zoo defaults), over real positions of the 100 memorization pairs: "
+             "the 5%/50%/95% quantiles over units of each unit's variance, in the first and the "
+             "last block of each side; act0 reads the block input (the residual stream), act1 "
+             "and act2 follow the branch's first two convolutions. `scale`: both embeddings "
+             "multiplied by it at initialization (the attraction test). Kernel change: "
+             "`||W_trained - W_init|| / ||W_init||` per encoder block.", "",
+             "| scale | phase | selu input | unit variance q05/q50/q95, first block | unit "
+             "variance q05/q50/q95, last block | max abs unit mean (any block) |",
+             "|---|---|---|---|---|---|"]
+    for run in result["runs"]:
+        for phase in ("initial", "trained"):
+            for key, value in run[f"{phase}_summary"].items():
+                first = "/".join(f"{v:.2f}" for v in value["first_block_variance_q"])
+                last = "/".join(f"{v:.2f}" for v in value["last_block_variance_q"])
+                lines.append(f"| {run['scale']:g} | {phase} | {key} | {first} | {last} "
+                             f"| {value['max_abs_unit_mean']:.2f} |")
+        change = [v for k, v in run["kernel_change"].items() if "encoder" in k]
+        lines.append(f"| {run['scale']:g} | after {run['steps']} steps | loss "
+                     f"{run['train_loss']:.3f}, BLEU {run['valid_bleu']:.1f} | encoder kernel "
+                     f"change {min(change):.3f}-{max(change):.3f} | | |")
+    for ax, phase in zip(axes, ("initial", "trained")):
+        for index, run in enumerate(result["runs"]):
+            rows = [r for r in run[phase] if r["activation"] == 0]
+            ax.plot([r["variance_q"][1] for r in rows], color=f"C{index}",
+                    label=f"scale {run['scale']:g} median unit")
+            ax.fill_between(range(len(rows)), [r["variance_q"][0] for r in rows],
+                            [r["variance_q"][2] for r in rows], color=f"C{index}", alpha=0.2)
+        ax.axvline(len(rows) / 2 - 0.5, color="gray", lw=0.8)
+        ax.set(xlabel="block (encoder | decoder)", title=phase, yscale="log")
+    axes[0].set_ylabel("variance of the stream's units (act0)")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "self_normalization.png"))
+    plt.close(fig)
+    lines += ["", "![self-normalization](self_normalization.png)"]
+    return lines
+
+
 def load_memorize():
     """memorize.json, or the per-variant memorize_<variant>.json files merged."""
     merged = load("memorize")
@@ -201,6 +363,18 @@ def main():
         result = load_memorize() if name == "memorize" else load(name)
         lines += section(result) if result else [f"## {name}", "", "Not run yet.", ""]
         lines.append("")
+    sweeps = {name: load(name) for name in SWEEPS}
+    sweeps = {name: result for name, result in sweeps.items() if result}
+    if sweeps:
+        lines += sweep_section(sweeps) + [""]
+    checks = {label: load(f"memorize_check_{label}") for label in CHECKS}
+    checks = {label: result for label, result in checks.items() if result}
+    if checks:
+        lines += check_section(checks) + [""]
+    for name, section in (("digits_thesis", thesis_digits_section),
+                          ("self_normalization", self_normalization_section)):
+        result = load(name)
+        lines += (section(result) if result else [f"## {name}", "", "Not run yet."]) + [""]
     translations = {m: load(f"real_translation_{m}") for m in ("bytenet_small", "bytenet_selu")}
     translations = {m: r for m, r in translations.items() if r}
     lines += translation_section(translations) if translations else ["## 4. Real translation", "", "Not run yet."]

@@ -57,6 +57,57 @@ class ZooTest(tf.test.TestCase):
         self.assertIsInstance(model.encoder_blocks[0].norms[0], keras.layers.BatchNormalization)
 
 
+class ThesisLayoutTest(tf.test.TestCase):
+    """The thesis code's architecture (`bytenet_thesis`, `bytenet_selu_thesis`)."""
+
+    def test_thesis_models_have_the_thesis_shapes(self):
+        for name, encoder_norm in (("bytenet_thesis", "batch"), ("bytenet_selu_thesis", "none")):
+            with self.subTest(name=name):
+                model = bytenet_tf.build_model(name, hidden_size=20, num_stacks=1)
+                self.assertEqual(model.normalization, encoder_norm)
+                self.assertEqual(model.encoder_blocks[0].dilated_conv.kernel.shape, (5, 10, 10))
+                # The decoder runs on [encoder output, target embedding] itself: 2 * 20.
+                self.assertIsNone(model.decoder_input_projection)
+                self.assertEqual(model.decoder_blocks[0].dilated_conv.kernel.shape, (3, 20, 20))
+                self.assertEqual(model.output_projection.kernel.shape[1], 40)
+                self.assertIsNone(model.output_norm)
+                self.assertIsNone(model.encoder_output_norm)
+                self.assertFalse(model.normalize_residual)
+                self.assertEqual(model.dropout_rate, 0.0)
+
+    def test_thesis_logits_are_a_linear_map_of_the_last_block(self):
+        model = bytenet_tf.build_model("bytenet_selu_thesis", **SMALL)
+        source, target = [[5, 6, 7, byte_codec.EOS_ID]], [[byte_codec.BOS_ID, 5, 6]]
+        inputs = _inputs(source, target)
+        encoded = model.encode(inputs["source"])
+        x = model.decoder_input(tf.concat([encoded[:, :3],
+                                           model.target_embedding(inputs["target"])], -1))
+        for block in model.decoder_blocks:
+            x = block(x)
+        expected = tf.einsum("btc,cv->btv", x, model.output_projection.kernel[0]) \
+            + model.output_projection.bias
+        self.assertAllClose(model(inputs), expected, atol=1e-5)
+
+    def test_unknown_layout_names_the_choices(self):
+        with self.assertRaisesRegex(ValueError, "layout='wide' is unknown; choose one of: paper, "
+                                    "thesis"):
+            bytenet_tf.build_model("bytenet", layout="wide")
+
+
+class SugartensorInitializerTest(tf.test.TestCase):
+
+    def test_variance_follows_sugartensors_fan_in(self):
+        from bytenet_tf.initializers import SugartensorHeUniform
+        init = SugartensorHeUniform(seed=3)
+        # 3-D (conv) kernels: fan_in = sqrt(k * in * out), so variance 1 / (3 sqrt(k in out)).
+        kernel = init((3, 200, 200)).numpy()
+        self.assertAllClose(kernel.var(), 1 / (3 * np.sqrt(3 * 200 * 200)), rtol=0.02)
+        self.assertLessEqual(np.abs(kernel).max(), np.sqrt(1 / np.sqrt(3 * 200 * 200)))
+        # 2-D (embedding) matrices: fan_in = shape[0].
+        self.assertAllClose(init((259, 400)).numpy().var(), 1 / (3 * 259), rtol=0.03)
+        self.assertEqual(SugartensorHeUniform.from_config(init.get_config()).seed, 3)
+
+
 class CausalityTest(parameterized.TestCase, tf.test.TestCase):
 
     @parameterized.named_parameters(

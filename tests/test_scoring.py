@@ -20,3 +20,16 @@ class ScoringTest(tf.test.TestCase):
         self.assertEqual(scoring.bleu_caveat(references), "")
         self.assertEqual(scoring.bleu_caveat([]), "")
         self.assertAlmostEqual(scoring.score(references, references)["bleu"], 100.0, places=3)
+
+    def test_character_error_rate_counts_reference_bytes_and_eos(self):
+        # "104": positions 1, 0, 4, EOS. A longer output is wrong at the EOS only, a shorter
+        # one at every missing position, and output past the reference's EOS is ignored.
+        cases = [(b"104", 0), (b"1049", 1), (b"10", 2), (b"", 4), (b"204", 1), ("104", 0)]
+        for hypothesis, errors in cases:
+            with self.subTest(hypothesis=hypothesis):
+                self.assertEqual(scoring.character_error_rate([hypothesis], [b"104"]),
+                                 (errors, 4))
+        self.assertEqual(scoring.character_error_rate([b"12", b"7"], [b"12", b"99"]), (3, 6))
+        with self.assertRaisesRegex(ValueError, "1 hypotheses but 2 references"):
+            scoring.character_error_rate([b"1"], [b"1", b"2"])
+

@@ -178,10 +178,22 @@ class ResidualBlock(keras.layers.Layer):
         return out
 
     def call(self, inputs, mask=None, training=None):
+        return self._residual(inputs, self.branch(inputs, mask=mask, training=training))
+
+    def branch(self, inputs, mask=None, training=None, preactivations=None):
+        """The residual branch `f(x)`, before the sum; arguments as for `call`.
+
+        Args:
+            preactivations: optional list; the input of each activation (after its norm) is
+                appended to it, `(batch_size, sequence_length, channels)` each, in order. This
+                is what SELU's fixed-point argument is about (`bytenet_tf.analysis`).
+        """
         x = inputs
         for index, conv in enumerate(self.convs):
             last = index == len(self.convs) - 1
             x = self._normalize(index, x, mask, training)
+            if preactivations is not None:
+                preactivations.append(x)
             if last and self._fused_tail(conv, training):
                 # selu, AlphaDropout and the 1x1 conv in one call, which a policy may fuse.
                 x = self.ops.selu_alpha_dropout_dense(x, self.dropout.rate,
@@ -196,7 +208,7 @@ class ResidualBlock(keras.layers.Layer):
                 # the convolution would read them across the sequence end.
                 x = x * tf.cast(mask, x.dtype)[..., tf.newaxis]
             x = conv(x)
-        return self._residual(inputs, x)
+        return x
 
     def initial_state(self, batch_size):
         """Zero queue of the dilated convolution, for `step`."""

@@ -11,7 +11,7 @@ import math
 import keras
 import tensorflow as tf
 
-from bytenet_tf import ops
+from bytenet_tf import initializers, ops
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
 from bytenet_tf.layers.residual_block import ResidualBlock
@@ -19,6 +19,14 @@ from bytenet_tf.layers.simplified_residual_block import SimplifiedResidualBlock
 from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
+LAYOUTS = ("paper", "thesis")
+
+
+def _initializer(identifier):
+    """`keras.initializers.get`, which also knows `sugartensor_he_uniform`."""
+    if identifier == "sugartensor_he_uniform":
+        return initializers.SugartensorHeUniform()
+    return keras.initializers.get(identifier)
 
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
@@ -39,6 +47,8 @@ class ByteNet(keras.Model):
         num_stacks: int, repetitions of the dilation sequence in the encoder and in the decoder.
         dilations: sequence of ints, one stack's dilation rates.
         kernel_size: int, width of every dilated convolution (odd).
+        encoder_kernel_size: int or None, width of the encoder's dilated convolutions; None
+            for `kernel_size` (the thesis used 5 in the encoder and 3 in the decoder).
         block: `residual` (the paper's block) or `simplified` (norm, act, dilated conv, add).
         normalization: `layer`, `batch` or `none`, for the encoder.
         decoder_normalization: `layer` or `none`, or None for the encoder's choice (with
@@ -46,7 +56,17 @@ class ByteNet(keras.Model):
             decoder). The resolved value is what `get_config` returns.
         activation: `relu` or `selu`.
         dropout_rate: float; `bytenet_tf.layers.AlphaDropout` for `selu`, Dropout otherwise.
-        kernel_initializer: initializer of every convolution kernel.
+        kernel_initializer: initializer of every convolution kernel; `sugartensor_he_uniform`
+            is the thesis's (`bytenet_tf.initializers.SugartensorHeUniform`).
+        embedding_initializer: initializer of both embeddings; None for unit-variance normal
+            draws (which put the first block's input at SELU's fixed point).
+        layout: `paper` or `thesis`. `paper` (this zoo's): the decoder reads a width-1
+            projection of [encoder output, target embedding] down to `hidden_size` channels,
+            a normalized encoder ends in a norm, and the logits come from norm, act and a
+            width-1 convolution. `thesis` (the thesis's code, `bytenet_supervised_translator`):
+            the decoder runs at `2 * hidden_size` channels on the concatenation itself, the
+            encoder has no output norm, and the logits are a width-1 convolution of the last
+            decoder block's output.
         normalize_residual: bool, see `ResidualBlock`.
         branch_weight: float, see `ResidualBlock`.
         residual_gate: bool, a learnable branch weight that starts at 0; see `ResidualBlock`.
@@ -72,8 +92,9 @@ class ByteNet(keras.Model):
     """
 
     def __init__(self, hidden_size=400, num_stacks=3, dilations=(1, 2, 4, 8, 16), kernel_size=3,
-                 block="residual", normalization="layer", decoder_normalization=None,
-                 activation="relu", dropout_rate=0.0, kernel_initializer="glorot_uniform",
+                 encoder_kernel_size=None, block="residual", normalization="layer",
+                 decoder_normalization=None, activation="relu", dropout_rate=0.0,
+                 kernel_initializer="glorot_uniform", embedding_initializer=None, layout="paper",
                  normalize_residual=False, branch_weight=1.0, residual_gate=False, unfold_a=1.2,
                  unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, seed=None, ops_policy="reference",
                  **kwargs):
@@ -84,6 +105,8 @@ class ByteNet(keras.Model):
                            ("max_length", max_length)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{arg}` must be a positive int. Received: {arg}={value!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout={layout!r} is unknown; choose one of: {', '.join(LAYOUTS)}")
         if unfold_a <= 0:
             raise ValueError(f"`unfold_a` must be positive. Received: unfold_a={unfold_a}")
         if decoder_normalization is None:
@@ -92,12 +115,16 @@ class ByteNet(keras.Model):
         self.num_stacks = num_stacks
         self.dilations = tuple(int(d) for d in dilations)
         self.kernel_size = kernel_size
+        self.encoder_kernel_size = encoder_kernel_size or kernel_size
+        self.layout = layout
         self.block = block
         self.normalization = normalization
         self.decoder_normalization = decoder_normalization
         self.activation = activation
         self.dropout_rate = dropout_rate
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.kernel_initializer = _initializer(kernel_initializer)
+        self.embedding_initializer = None if embedding_initializer is None else _initializer(
+            embedding_initializer)
         self.normalize_residual = normalize_residual
         self.branch_weight = branch_weight
         self.residual_gate = residual_gate
@@ -109,8 +136,11 @@ class ByteNet(keras.Model):
         self.ops = ops.get(ops_policy)
 
         policy = self.dtype_policy
+        thesis = layout == "thesis"
         # Unit-variance embeddings put the first block's input at SELU's fixed point.
-        embedding_init = keras.initializers.RandomNormal(stddev=1.0, seed=seed)
+        embedding_init = (keras.initializers.RandomNormal(stddev=1.0, seed=seed)
+                          if self.embedding_initializer is None else self._initializer(
+                              self.embedding_initializer))
         self.source_embedding = keras.layers.Embedding(
             VOCAB_SIZE, hidden_size, embeddings_initializer=embedding_init,
             name="source_embedding", dtype=policy)
@@ -118,29 +148,40 @@ class ByteNet(keras.Model):
             VOCAB_SIZE, hidden_size, embeddings_initializer=embedding_init,
             name="target_embedding", dtype=policy)
         self.encoder_blocks = self._build_stack(causal=False, normalization=normalization)
-        self.encoder_output_norm = build_normalization(normalization, "encoder_output_norm", policy)
-        self.decoder_input_projection = DilatedConv1D(
+        self.encoder_output_norm = None if thesis else build_normalization(
+            normalization, "encoder_output_norm", policy)
+        self.decoder_input_projection = None if thesis else DilatedConv1D(
             hidden_size, 1, causal=True, kernel_initializer=self._initializer(),
             ops_policy=ops_policy, name="decoder_input_projection", dtype=policy)
         self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
-        self.output_norm = build_normalization(decoder_normalization, "output_norm", policy)
+        self.output_norm = None if thesis else build_normalization(
+            decoder_normalization, "output_norm", policy)
         # Logits stay float32 under mixed precision, for a stable softmax and loss.
         self.output_projection = DilatedConv1D(
             VOCAB_SIZE, 1, causal=True, kernel_initializer=self._initializer(),
             ops_policy=ops_policy, name="output_projection", dtype="float32")
 
-    def _initializer(self):
-        return keras.initializers.get(keras.initializers.serialize(self.kernel_initializer))
+    def _initializer(self, initializer=None):
+        """A fresh copy of `initializer` (default: the kernel initializer) for one layer."""
+        return keras.initializers.get(keras.initializers.serialize(
+            initializer or self.kernel_initializer))
+
+    @property
+    def decoder_width(self):
+        """Channels of the decoder's residual stream: `2 * hidden_size` in the thesis layout."""
+        return 2 * self.hidden_size if self.layout == "thesis" else self.hidden_size
 
     def _build_stack(self, causal, normalization):
         block_cls = BLOCKS[self.block]
         prefix = "decoder" if causal else "encoder"
+        width = self.decoder_width if causal else self.hidden_size
+        kernel_size = self.kernel_size if causal else self.encoder_kernel_size
         blocks = []
         for stack in range(self.num_stacks):
             for dilation in self.dilations:
                 index = len(blocks)
                 blocks.append(block_cls(
-                    self.hidden_size, self.kernel_size, dilation, causal=causal,
+                    width, kernel_size, dilation, causal=causal,
                     normalization=normalization, activation=self.activation,
                     dropout_rate=self.dropout_rate, kernel_initializer=self._initializer(),
                     normalize_residual=self.normalize_residual, branch_weight=self.branch_weight,
@@ -156,15 +197,19 @@ class ByteNet(keras.Model):
 
     def build(self, input_shape=None):
         hidden = (None, None, self.hidden_size)
+        decoder = (None, None, self.decoder_width)
         self.source_embedding.build((None, None))
         self.target_embedding.build((None, None))
-        for block in self.encoder_blocks + self.decoder_blocks:
+        for block in self.encoder_blocks:
             block.build(hidden)
+        for block in self.decoder_blocks:
+            block.build(decoder)
         for norm in (self.encoder_output_norm, self.output_norm):
             if norm is not None:
                 norm.build(hidden)
-        self.decoder_input_projection.build((None, None, 2 * self.hidden_size))
-        self.output_projection.build(hidden)
+        if self.decoder_input_projection is not None:
+            self.decoder_input_projection.build((None, None, 2 * self.hidden_size))
+        self.output_projection.build(decoder)
         self.built = True
 
     def encode(self, source, training=None):
@@ -181,9 +226,19 @@ class ByteNet(keras.Model):
         return x * zero_padding
 
     def _head(self, x, training=None):
+        if self.layout == "thesis":
+            return x
         if self.output_norm is not None:
             x = self.output_norm(x, training=training)
         return tf.nn.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
+
+    def decoder_input(self, x):
+        """`[encoder output, target embedding]` (`(..., 2 * hidden_size)`) to the stream."""
+        if self.decoder_input_projection is None:
+            return x
+        if len(x.shape) == 2:
+            return self.decoder_input_projection.project_position(x)
+        return self.decoder_input_projection(x)
 
     def decode(self, encoded, target, training=None):
         """Runs the decoder over all target positions at once.
@@ -199,8 +254,7 @@ class ByteNet(keras.Model):
         length = tf.shape(target)[1]
         missing = tf.maximum(length - tf.shape(encoded)[1], 0)
         aligned = tf.pad(encoded, [[0, 0], [0, missing], [0, 0]])[:, :length]
-        x = tf.concat([aligned, self.target_embedding(target)], axis=-1)
-        x = self.decoder_input_projection(x)
+        x = self.decoder_input(tf.concat([aligned, self.target_embedding(target)], axis=-1))
         for block in self.decoder_blocks:
             x = block(x, training=training)
         return self.output_projection(self._head(x, training))
@@ -227,7 +281,7 @@ class ByteNet(keras.Model):
         """
         x = tf.concat([tf.cast(encoded_t, self.compute_dtype),
                        self.target_embedding(previous_ids)], axis=-1)
-        x = self.decoder_input_projection.project_position(x)
+        x = self.decoder_input(x)
         new_state = []
         for block, queue in zip(self.decoder_blocks, state):
             x, queue = block.step(x, queue)
@@ -247,12 +301,16 @@ class ByteNet(keras.Model):
             "num_stacks": self.num_stacks,
             "dilations": list(self.dilations),
             "kernel_size": self.kernel_size,
+            "encoder_kernel_size": self.encoder_kernel_size,
             "block": self.block,
             "normalization": self.normalization,
             "decoder_normalization": self.decoder_normalization,
             "activation": self.activation,
             "dropout_rate": self.dropout_rate,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+            "embedding_initializer": None if self.embedding_initializer is None else
+            keras.initializers.serialize(self.embedding_initializer),
+            "layout": self.layout,
             "normalize_residual": self.normalize_residual,
             "branch_weight": self.branch_weight,
             "residual_gate": self.residual_gate,
