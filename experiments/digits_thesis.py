@@ -60,8 +60,7 @@ def run(model, seed):
         model=model, data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
         model_dir=model_dir, seed=seed, **OPTIONS))
     trained = zoo.build_model(model, seed=seed, **SIZE)
-    tf.train.Checkpoint(model=trained).restore(
-        tf.train.latest_checkpoint(model_dir)).expect_partial()
+    trainer.restore_model(trained, tf.train.latest_checkpoint(model_dir))
     translate = inference.Translator(trained)
     train, test = digits.digit_pairs("thesis")
     seen = set(train)

@@ -92,8 +92,7 @@ def run(scale, steps, seed, data, source_target):
     finally:
         trainer._build = original
     trained = zoo.build_model("bytenet_selu", seed=seed, max_length=500)
-    tf.train.Checkpoint(model=trained).restore(
-        tf.train.latest_checkpoint(model_dir)).expect_partial()
+    trainer.restore_model(trained, tf.train.latest_checkpoint(model_dir))
     after = analysis.unit_statistics(trained, *source_target)
     change = analysis.weight_change(initial["kernels"], analysis.kernel_values(trained))
     row = {"scale": scale, "seed": seed, "steps": results["step"],

@@ -273,17 +273,56 @@ def _dropout_seeds(model):
     return [v for v in model.variables if "seed_generator_state" in v.path]
 
 
+def model_variables(model):
+    """Every variable of `model` by its path: what a checkpoint needs to rebuild the model.
+
+    Keras 3 layers kept in Python lists (ByteNet's blocks) are not children of the model in
+    TensorFlow's object graph, so `tf.train.Checkpoint(model=model)` alone saves only the
+    embeddings and the output projection. The blocks' trainable weights then reach a training
+    checkpoint only through the optimizer, and their non-trainable ones (batch norm's moving
+    statistics) not at all. Checkpoints therefore also hold this dict.
+    """
+    return {variable.path: variable for variable in model.variables}
+
+
+def _holds_model_variables(checkpoint_path):
+    return any(name.startswith("model_variables/")
+               for name, _ in tf.train.list_variables(checkpoint_path))
+
+
+def restore_model(model, checkpoint_path):
+    """Restores the weights of a bytenet-train checkpoint into a built `model` of its config.
+
+    Raises:
+        ValueError: the checkpoint predates `model_variables` (and so lacks batch norm's
+            moving statistics) or does not match the model; the message says which.
+    """
+    if not _holds_model_variables(checkpoint_path):
+        raise ValueError(f"{checkpoint_path} has no `model_variables` (written before they "
+                         "were saved); resume it with bytenet-train, which restores its "
+                         "weights through the optimizer.")
+    tf.train.Checkpoint(model_variables=model_variables(model)).restore(
+        checkpoint_path).expect_partial().assert_existing_objects_matched()
+    return model
+
+
 def _restore(model, optimizer, step, data, checkpoint_path):
     """Restores a checkpoint; one without the stream's state restores the model alone."""
-    full = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step,
+    full = tf.train.Checkpoint(model=model, model_variables=model_variables(model),
+                               optimizer=optimizer, step=step,
                                dropout_seeds=_dropout_seeds(model), **data.trackables())
     if not checkpoint_path:
         return full
-    if data.has_saved_stream or not data.savable:
-        full.restore(checkpoint_path).assert_existing_objects_matched()
+    parts = dict(model=model, optimizer=optimizer, step=step)
+    if _holds_model_variables(checkpoint_path):
+        parts["model_variables"] = model_variables(model)
     else:
-        tf.train.Checkpoint(model=model, optimizer=optimizer, step=step).restore(
-            checkpoint_path).assert_existing_objects_matched()
+        logging.warning("%s predates `model_variables`: the weights come back through the "
+                        "optimizer, but batch norm's moving statistics were never saved.",
+                        checkpoint_path)
+    if data.has_saved_stream or not data.savable:
+        parts.update(dropout_seeds=_dropout_seeds(model), **data.trackables())
+    tf.train.Checkpoint(**parts).restore(checkpoint_path).assert_existing_objects_matched()
     logging.info("Resumed from %s at step %d.", checkpoint_path, int(step.numpy()))
     return full
 
