@@ -40,8 +40,9 @@ def assert_same_model_weights(test, got_dir, want_dir, atol=1e-6):
     """The newest checkpoints of two model dirs hold the same model weights."""
     want = tf.train.load_checkpoint(tf.train.latest_checkpoint(want_dir))
     got = tf.train.load_checkpoint(tf.train.latest_checkpoint(got_dir))
-    names = [n for n in want.get_variable_to_shape_map() if n.startswith("model/")]
-    test.assertNotEmpty(names)
+    # model_variables/ holds every model variable; model/ only what TF's object graph reaches.
+    names = [n for n in want.get_variable_to_shape_map() if n.startswith("model_variables/")]
+    test.assertGreater(len(names), 10)
     for name in names:
         test.assertAllClose(got.get_tensor(name), want.get_tensor(name), atol=atol, msg=name)
 
@@ -171,6 +172,35 @@ class TrainEndToEndTest(tf.test.TestCase):
             trainer.train_and_evaluate(TrainConfig(**base, **dict(TINY, hidden_size=24)))
 
 
+class CheckpointContentTest(tf.test.TestCase):
+
+    def test_checkpoint_restores_every_variable_with_batch_norm_statistics(self):
+        from bytenet_tf import zoo
+        model_dir = self.get_temp_dir() + "/bn"
+        trainer.train_and_evaluate(TrainConfig(
+            model="bytenet_thesis", data=datasets.DataSpec(dataset="digits",
+                                                           digits_config="thesis"),
+            model_dir=model_dir, export=False, train_steps=4, checkpoint_every=4, **TINY))
+        fresh = zoo.build_model("bytenet_thesis", hidden_size=16, num_stacks=1, max_length=64,
+                                seed=0)
+        initial = {v.path: v.numpy().copy() for v in fresh.variables}
+        trainer.restore_model(fresh, tf.train.latest_checkpoint(model_dir))
+        moved = {v.path for v in fresh.variables if not np.array_equal(initial[v.path], v.numpy())}
+        statistics = [path for path in initial if "moving_mean" in path]
+        self.assertNotEmpty(statistics)
+        self.assertContainsSubset(statistics, moved)  # batch norm's statistics came back
+        kernels = [path for path in initial if "block" in path and path.endswith("kernel")]
+        self.assertLen(kernels, 3 * 10)
+        self.assertContainsSubset(kernels, moved)  # so did every block's weights
+
+    def test_model_only_checkpoint_is_refused_with_the_reason(self):
+        from bytenet_tf import zoo
+        model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1)
+        path = tf.train.Checkpoint(model=model).save(self.get_temp_dir() + "/old/ckpt")
+        with self.assertRaisesRegex(ValueError, "has no `model_variables`"):
+            trainer.restore_model(model, path)
+
+
 class ResumeTest(tf.test.TestCase):
 
     def test_killed_run_resumes_from_its_checkpoint(self):
@@ -296,7 +326,9 @@ class DevicesTest(tf.test.TestCase):
         weights = {block.branch_weight for block in model.encoder_blocks + model.decoder_blocks}
         self.assertEqual(weights, {0.3})
         default = zoo.build_model("bytenet_selu", **model_overrides(resolve(TrainConfig(hidden_size=8))))
-        self.assertEqual({b.branch_weight for b in default.decoder_blocks}, {1.0})
+        # The zoo default: 1/sqrt(blocks per side), 5 blocks at one stack.
+        self.assertEqual(default.branch_weight, "inv_sqrt_depth")
+        self.assertAllClose([b.branch_weight for b in default.decoder_blocks], [5 ** -0.5] * 5)
         with self.assertRaisesRegex(ValueError, "branch_weight=0"):
             zoo.build_model("bytenet_selu", hidden_size=8, branch_weight=0)
 

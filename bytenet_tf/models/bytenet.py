@@ -20,6 +20,8 @@ from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
 LAYOUTS = ("paper", "thesis")
+# `branch_weight` that resolves to 1 / sqrt(blocks per side).
+INV_SQRT_DEPTH = "inv_sqrt_depth"
 
 
 def _initializer(identifier):
@@ -68,7 +70,10 @@ class ByteNet(keras.Model):
             encoder has no output norm, and the logits are a width-1 convolution of the last
             decoder block's output.
         normalize_residual: bool, see `ResidualBlock`.
-        branch_weight: float, see `ResidualBlock`.
+        branch_weight: float, or `"inv_sqrt_depth"` for `1 / sqrt(len(dilations) *
+            num_stacks)`, one over the root of the blocks on a side; see `ResidualBlock`.
+            `bytenet_selu`'s default is `"inv_sqrt_depth"` (0.258 at its 15 blocks per side),
+            chosen by the residual sweep in docs/results.md.
         residual_gate: bool, a learnable branch weight that starts at 0; see `ResidualBlock`.
         unfold_a: float, dynamic unfolding slope.
         unfold_b: float, dynamic unfolding offset (bytes).
@@ -126,7 +131,15 @@ class ByteNet(keras.Model):
         self.embedding_initializer = None if embedding_initializer is None else _initializer(
             embedding_initializer)
         self.normalize_residual = normalize_residual
+        if branch_weight == INV_SQRT_DEPTH:
+            branch_weight_value = 1.0 / math.sqrt(len(dilations) * num_stacks)
+        elif isinstance(branch_weight, str):
+            raise ValueError(f"`branch_weight` must be a float or {INV_SQRT_DEPTH!r}. Received: "
+                             f"branch_weight={branch_weight!r}")
+        else:
+            branch_weight_value = float(branch_weight)
         self.branch_weight = branch_weight
+        self.branch_weight_value = branch_weight_value
         self.residual_gate = residual_gate
         self.unfold_a = unfold_a
         self.unfold_b = unfold_b
@@ -184,7 +197,8 @@ class ByteNet(keras.Model):
                     width, kernel_size, dilation, causal=causal,
                     normalization=normalization, activation=self.activation,
                     dropout_rate=self.dropout_rate, kernel_initializer=self._initializer(),
-                    normalize_residual=self.normalize_residual, branch_weight=self.branch_weight,
+                    normalize_residual=self.normalize_residual,
+                    branch_weight=self.branch_weight_value,
                     residual_gate=self.residual_gate,
                     seed=None if self.seed is None else self.seed + 10 * index + (5000 if causal else 0),
                     ops_policy=self.ops_policy, name=f"{prefix}_block_{index}", dtype=self.dtype_policy))

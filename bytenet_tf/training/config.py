@@ -51,7 +51,8 @@ class TrainConfig:
                                 choices=("layer", "batch", "none"))
     branch_weight: float = option(
         None, "Override the weight w of the residual branch: blocks return x + w*f(x), or "
-        "(x + w*f(x))/sqrt(1 + w^2) in bytenet_selu (see docs/results.md, experiment 2).")
+        "(x + w*f(x))/sqrt(1 + w^2) in bytenet_selu, whose default is 1/sqrt(blocks per side), "
+        "0.258 at 3 stacks (see docs/results.md, experiments 6 and 7).")
     residual_gate: bool = option(None, "Override: make the residual branch weight a learnable "
                                  "scalar that starts at 0 (SkipInit/ReZero).")
     max_length: int = option(None, "Longest sequence in bytes, EOS included; longer pairs are "
