@@ -68,14 +68,14 @@ def setting_overrides(setting):
 def run(setting, seed, minutes, data, eval_epochs):
     model_dir = os.path.join(RUNS, "residual_sweep", f"{setting}_seed{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
-    config = TrainConfig(
+    base = dict(
         model="bytenet_selu", data=data, model_dir=model_dir, export=False, batch_size=BATCH,
         train_steps=1_000_000, time_budget_seconds=60 * minutes, learning_rate=1e-3,
-        warmup_steps=50, decay_learning_rate=True,
+        warmup_steps=50, decay_learning_rate=True, dropout_rate=None,
         eval_every=eval_epochs * math.ceil(PAIRS / BATCH),
         valid_size=PAIRS, log_every=math.ceil(PAIRS / BATCH), checkpoint_every=1_000_000,
-        shuffle_buffer=PAIRS, max_length=500, progress=False, seed=seed,
-        **setting_overrides(setting))
+        shuffle_buffer=PAIRS, max_length=500, progress=False, seed=seed)
+    config = TrainConfig(**dict(base, **setting_overrides(setting)))
     results = trainer.train_and_evaluate(config)
     curve = read_metrics(model_dir)
     passed = [row for row in curve if row.get("valid_bleu", 0) >= 90]
