@@ -48,7 +48,7 @@ def provenance(result):
 
 
 def digits_section(result):
-    lines = ["## 1. Synthetic digits (thesis configuration)", "",
+    lines = ["## 1. Synthetic digits (thesis sizes, our clean split, exact match)", "",
              "> Data note (added with the faithful `thesis` digits config): the runs below used "
              "128 distinct", "> training numbers and 128 distinct test numbers that never occur "
              "in training, now called", "> `--digits_config=thesis_clean`. The thesis itself "
@@ -59,7 +59,8 @@ def digits_section(result):
              "like.", "", provenance(result), "",
              "Hidden 20, 128 training numbers of 2-3 digits, 300 epochs, Adam 1e-3 (constant), "
              "batch 16; misclassification = 1 - exact match on the 128 held-out numbers.", "",
-             "| model | misclassification | thesis | seconds |", "|---|---|---|---|"]
+             "| model | misclassification | thesis (per-character error on its own data: not "
+             "comparable, see experiment 8) | seconds |", "|---|---|---|---|"]
     for name, row in result["thesis_config"].items():
         lines.append(f"| {name} | {row['misclassification']:.3f} | {THESIS_DIGITS.get(name, '-')} "
                      f"| {row['seconds']:.0f} |")
@@ -119,7 +120,12 @@ def depth_section(result):
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "depth_statistics.png"))
     plt.close(fig)
-    lines = ["## 3. Self-normalization through depth", "", provenance(result), "",
+    lines = ["## 3. Self-normalization through depth", "",
+             "> Withdrawn in part: the `trained` rows below were measured on models whose blocks "
+             "had not been", "> restored from the checkpoint (only the embeddings and the output "
+             "projection were; see the", "> corrections at the end). They are not the statistics "
+             "of trained models. The `initial` rows", "> stand. Experiment 9 measures per unit, "
+             "with the restore fixed.", "", provenance(result), "",
              "| variant | phase | max abs mean | variance range |", "|---|---|---|---|"]
     for label, stats in variants.items():
         for phase in ("initial", "trained"):
@@ -185,13 +191,12 @@ def _settings_table(runs):
              "|---|---|---|---|---|---|---|---|"]
     for setting, rows in by_setting.items():
         mean_loss = sum(r["final_loss"] for r in rows) / len(rows)
+        each = lambda key, form: ", ".join(format(r[key], form) for r in rows)  # noqa: E731
+        seconds = ", ".join(str(r["first_seconds_at_bleu_90"]) for r in rows)
         lines.append(
-            f"| {setting} | {', '.join(str(r['seed']) for r in rows)} "
-            f"| {', '.join(str(r['steps']) for r in rows)} "
-            f"| {mean_loss:.3f}; {', '.join(f'{r['final_loss']:.3f}' for r in rows)} "
-            f"| {', '.join(f'{r['best_bleu']:.1f}' for r in rows)} "
-            f"| {', '.join(f'{r['final_bleu']:.1f}' for r in rows)} "
-            f"| {', '.join(str(r['first_seconds_at_bleu_90']) for r in rows)} "
+            f"| {setting} | {each('seed', 'd')} | {each('steps', 'd')} "
+            f"| {mean_loss:.3f}; {each('final_loss', '.3f')} | {each('best_bleu', '.1f')} "
+            f"| {each('final_bleu', '.1f')} | {seconds} "
             f"| {max(r['max_gradient_norm'] for r in rows):.1f} |")
     return lines
 
@@ -212,9 +217,9 @@ def sweep_section(results):
         lines += [f"### `{name}`", "", provenance(result) + f" Budget {result['minutes']:g} "
                   "minutes per run.", ""] + _settings_table(result["runs"]) + [""]
         for run in result["runs"]:
+            label = None if run["setting"] in colors else run["setting"]
             color = colors.setdefault(run["setting"], f"C{len(colors) % 10}")
             losses = [r for r in run["curve"] if "loss" in r]
-            label = run["setting"] if run["seed"] == result["runs"][0]["seed"] else None
             ax_loss.plot([r["train_seconds"] for r in losses], ema([r["loss"] for r in losses]),
                          color=color, lw=0.9, label=label)
             ax_norm.plot([r["step"] for r in losses], ema([r["gradient_norm"] for r in losses]),
@@ -228,6 +233,10 @@ def sweep_section(results):
     plt.close(fig)
     lines += ["![residual sweep](residual_sweep.png)"]
     return lines
+
+
+def _seconds(value):
+    return "never" if value is None else f"{value:.0f}"
 
 
 def check_section(results):
@@ -248,7 +257,7 @@ def check_section(results):
         words = result["command"].split()
         extra = words[[w.startswith("--model_dir=") for w in words].index(True) + 1:]
         lines.append(f"| {label} | `{' '.join(extra) or '(defaults)'}` | {result['commit']} "
-                     f"| {result['steps']} | {result['first_seconds_at_bleu_90']} "
+                     f"| {result['steps']} | {_seconds(result['first_seconds_at_bleu_90'])} "
                      f"| {result['best_bleu']:.1f} | {result['final_bleu']:.1f} "
                      f"| {result['final_chrf']:.1f} | {'yes' if result['passed'] else 'no'} |")
         seconds = {r["step"]: r["train_seconds"] for r in result["curve"] if "train_seconds" in r}

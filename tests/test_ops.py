@@ -140,8 +140,9 @@ class ZooModelsAgreeAcrossPoliciesTest(parameterized.TestCase, tf.test.TestCase)
     """Every zoo model computes the same function under every policy (dropout off).
 
     Stated tolerance: float32 logits within 1e-4 absolute and every gradient within 1e-4 of
-    its largest entry; mixed_bfloat16 logits within 5% (relative L2) of the float32 reference
-    (measured: 0.6-3.0%).
+    its largest entry (or of 1e-3 of the model's largest gradient entry, if that is larger); mixed_bfloat16 logits within 5% (relative L2) of the float32 reference
+    (measured: 0.6-3.0%; 5.1% for `bytenet_selu_thesis` under `reference` before its bfloat16
+    selu ran in float32, 1.2% after).
     """
 
     @parameterized.named_parameters(*[(name, name) for name in bytenet_tf.list_models()])
@@ -158,8 +159,12 @@ class ZooModelsAgreeAcrossPoliciesTest(parameterized.TestCase, tf.test.TestCase)
                 logits, grads = _logits_and_gradients(model, inputs)
                 if dtype == "float32":
                     self.assertAllClose(logits, want_logits, atol=1e-4, msg=policy)
+                    # A gradient that is zero in exact arithmetic (the bias of a convolution
+                    # that batch norm follows) is round-off on both sides: compare it on the
+                    # scale of the model's gradients, not on its own.
+                    floor = 1e-3 * max(float(tf.reduce_max(tf.abs(w))) for w in want_grads)
                     for got, want in zip(grads, want_grads):
-                        scale = float(tf.reduce_max(tf.abs(want))) + 1e-12
+                        scale = max(float(tf.reduce_max(tf.abs(want))), floor)
                         self.assertAllClose(got / scale, want / scale, atol=1e-4, msg=policy)
                 else:
                     error = float(tf.norm(logits - want_logits) / tf.norm(want_logits))

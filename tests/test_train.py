@@ -193,6 +193,26 @@ class CheckpointContentTest(tf.test.TestCase):
         self.assertLen(kernels, 3 * 10)
         self.assertContainsSubset(kernels, moved)  # so did every block's weights
 
+    def test_restore_into_a_second_model_of_the_same_process(self):
+        # Dropout seed generators take process-wide names (seed_generator_<n>); restoring
+        # into a model built after the trained one must not depend on them.
+        from bytenet_tf import zoo
+        model_dir = self.get_temp_dir() + "/selu"
+        trainer.train_and_evaluate(TrainConfig(
+            model="bytenet_selu", data=datasets.DataSpec(dataset="digits",
+                                                         digits_config="thesis"),
+            model_dir=model_dir, export=False, train_steps=2, checkpoint_every=2,
+            dropout_rate=0.1, **TINY))
+        zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, dropout_rate=0.1)
+        fresh = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, max_length=64,
+                                dropout_rate=0.1, seed=0)
+        trainer.restore_model(fresh, tf.train.latest_checkpoint(model_dir))
+        reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+        kernel = fresh.decoder_blocks[0].convs[0].kernel
+        key = ("model_variables/" + kernel.path.replace("/", ".S")
+               + "/.ATTRIBUTES/VARIABLE_VALUE")
+        self.assertAllEqual(kernel.numpy(), reader.get_tensor(key))
+
     def test_model_only_checkpoint_is_refused_with_the_reason(self):
         from bytenet_tf import zoo
         model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1)

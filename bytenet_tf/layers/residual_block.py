@@ -35,7 +35,10 @@ class ResidualBlock(keras.layers.Layer):
     addition drifts to a block-output variance of up to 93 in the encoder and 528 in the
     decoder; with the normalized sum (`branch_weight=1`) every block stays within mean +-0.03 and
     variance [0.83, 1.04] (`python benchmarks/self_normalization.py` prints the tables). It adds no
-    normalization op, only a scalar multiply.
+    normalization op, only a scalar multiply. With w = 1 the identity path keeps only
+    `2**-(blocks/2)` of the stack's input, and `bytenet_selu` trained slowly (it stayed on the
+    unigram plateau when memorizing newstest); the zoo therefore uses w = 1/sqrt(blocks per side)
+    (docs/results.md, experiments 6 and 7).
 
     Args:
         hidden_size: int, channels of the block input and output.

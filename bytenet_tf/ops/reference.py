@@ -61,8 +61,16 @@ class ReferenceOps:
         return outputs
 
     def selu(self, inputs, training=False):
-        """`scale * (x if x > 0 else alpha * (exp(x) - 1))`, in the dtype of `inputs`."""
+        """`scale * (x if x > 0 else alpha * (exp(x) - 1))`, in the dtype of `inputs`.
+
+        A bfloat16 or float16 input is computed in float32 and rounded once: TensorFlow's
+        low-precision `Selu` forms `exp(x) - 1` in that precision, which cancels near 0. With
+        the thesis's small initial weights (`bytenet_selu_thesis`), whose selu inputs sit near
+        0, that put mixed_bfloat16 logits 5.1% (relative L2) from float32, against 1.2% this way.
+        """
         del training  # the same function in training and inference
+        if inputs.dtype in (tf.bfloat16, tf.float16):
+            return tf.cast(tf.nn.selu(tf.cast(inputs, tf.float32)), inputs.dtype)
         return tf.nn.selu(inputs)
 
     def keep_mask(self, shape, rate, seed):

@@ -280,9 +280,13 @@ def model_variables(model):
     TensorFlow's object graph, so `tf.train.Checkpoint(model=model)` alone saves only the
     embeddings and the output projection. The blocks' trainable weights then reach a training
     checkpoint only through the optimizer, and their non-trainable ones (batch norm's moving
-    statistics) not at all. Checkpoints therefore also hold this dict.
+    statistics) not at all. Checkpoints therefore also hold this dict. The dropout layers'
+    seed-generator states are left out: their paths carry a counter that runs over the whole
+    process (`seed_generator_33/...` in the second model built), so they are checkpointed by
+    their order instead (`_dropout_seeds`).
     """
-    return {variable.path: variable for variable in model.variables}
+    return {variable.path: variable for variable in model.variables
+            if "seed_generator_state" not in variable.path}
 
 
 def _holds_model_variables(checkpoint_path):
