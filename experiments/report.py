@@ -43,8 +43,10 @@ def ema(values, weight=0.8):
     return smoothed
 
 
-def provenance(result):
-    return f"Command: `{result['command']}` at commit `{result['commit']}`."
+def provenance(result, seeds=None):
+    """The command and commit of a results file, and its seeds when the table does not show them."""
+    line = f"Command: `{result['command']}` at commit `{result['commit']}`."
+    return line + (f" Seeds: {seeds} (one run per row)." if seeds is not None else "")
 
 
 def digits_section(result):
@@ -56,7 +58,7 @@ def digits_section(result):
              "so 28 of its 128 test items (22%) are training items, and", "> it scored a "
              "per-character error, not exact match; `--digits_config=thesis` now rebuilds its",
              "> data exactly. The comparison with the thesis below is therefore not like for "
-             "like.", "", provenance(result), "",
+             "like.", "", provenance(result, seeds="0"), "",
              "Hidden 20, 128 training numbers of 2-3 digits, 300 epochs, Adam 1e-3 (constant), "
              "batch 16; misclassification = 1 - exact match on the 128 held-out numbers.", "",
              "| model | misclassification | thesis (per-character error on its own data: not "
@@ -87,7 +89,7 @@ def memorize_section(result):
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "memorize.png"))
     plt.close(fig)
-    lines = ["## 2. Memorizing 100 newstest2013 pairs", "", provenance(result), "",
+    lines = ["## 2. Memorizing 100 newstest2013 pairs", "", provenance(result, seeds="0"), "",
              f"Each variant trains for {result['minutes']:g} minutes of wall-clock (validation "
              "included) on the first 100 pairs of dev.* and is scored on the same pairs. "
              f"Variants run: {', '.join(runs)}.", "",
@@ -125,7 +127,7 @@ def depth_section(result):
              "had not been", "> restored from the checkpoint (only the embeddings and the output "
              "projection were; see the", "> corrections at the end). They are not the statistics "
              "of trained models. The `initial` rows", "> stand. Experiment 9 measures per unit, "
-             "with the restore fixed.", "", provenance(result), "",
+             "with the restore fixed.", "", provenance(result, seeds="0"), "",
              "| variant | phase | max abs mean | variance range |", "|---|---|---|---|"]
     for label, stats in variants.items():
         for phase in ("initial", "trained"):
@@ -147,7 +149,7 @@ def translation_section(results):
         bleus = [r for r in result["curve"] if "valid_bleu" in r]
         ax_loss.plot([r["train_seconds"] / 60 for r in losses], ema([r["loss"] for r in losses]), label=model)
         ax_bleu.plot([r["step"] for r in bleus], [r["valid_bleu"] for r in bleus], "o-", label=model)
-        lines.append(provenance(result))
+        lines.append(provenance(result, seeds="0"))
     ax_loss.set(xlabel="minutes", ylabel="train cross-entropy (nats/byte, EMA)")
     ax_bleu.set(xlabel="step", ylabel="BLEU, 100 newstest2013 sentences")
     ax_loss.legend()
@@ -248,8 +250,8 @@ def check_section(results):
              "BLEU on the 64 pairs every 10 epochs: `python experiments/memorize_check.py "
              "--label=L [-- extra flags]` runs", "",
              f"`{next(iter(results.values()))['command'].split(' --model_dir=')[0]}`", "",
-             "with the extra flags of each row. Passed: BLEU >= 90 within the 600 s and at the "
-             "end.", "", "| label | extra flags | commit | steps | first second at BLEU >= 90 "
+             "with the extra flags of each row (seed 0 unless they say `--seed`). Passed: BLEU "
+             ">= 90 within the 600 s and at the end.", "", "| label | extra flags | commit | steps | first second at BLEU >= 90 "
              "| best BLEU | final BLEU | final chrF | passed |",
              "|---|---|---|---|---|---|---|---|---|"]
     fig, ax = plt.subplots(figsize=(5, 3.4), dpi=90)
@@ -308,7 +310,8 @@ def thesis_digits_section(result):
 
 def self_normalization_section(result):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), dpi=90, sharey=True)
-    lines = ["## 9. Self-normalization per unit, and attraction", "", provenance(result), "",
+    lines = ["## 9. Self-normalization per unit, and attraction", "",
+             provenance(result, seeds="0"), "",
              "Per unit (channel) of each selu input inside the residual branches of "
              "bytenet_selu (zoo defaults), over real positions of the 100 memorization pairs: "
              "the 5%/50%/95% quantiles over units of each unit's variance, in the first and the "
