@@ -297,9 +297,14 @@ def _holds_model_variables(checkpoint_path):
 def restore_model(model, checkpoint_path):
     """Restores the weights of a bytenet-train checkpoint into a built `model` of its config.
 
+    The variables are matched by path, so build the model with the run's zoo name and
+    overrides (its `config.json`, `model_config`).
+
     Raises:
         ValueError: the checkpoint predates `model_variables` (and so lacks batch norm's
-            moving statistics) or does not match the model; the message says which.
+            moving statistics).
+        AssertionError: (TensorFlow's) a variable of `model` has no value in the checkpoint:
+            the model's config differs from the run's.
     """
     if not _holds_model_variables(checkpoint_path):
         raise ValueError(f"{checkpoint_path} has no `model_variables` (written before they "
