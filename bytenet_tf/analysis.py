@@ -38,25 +38,15 @@ def block_statistics(model, source, target, training=False):
         A list of dicts `{"block": name, "mean": float, "variance": float}`, encoder blocks
         first, then decoder blocks, in depth order.
     """
-    source = tf.convert_to_tensor(source)
-    target = tf.convert_to_tensor(target)
-    source_mask = tf.cast(tf.not_equal(source, PAD_ID), model.compute_dtype)[..., tf.newaxis]
-    target_mask = tf.not_equal(target, PAD_ID)[..., tf.newaxis]
     rows = []
-    x = model.source_embedding(source) * source_mask
-    for block in model.encoder_blocks:
-        x = block(x, mask=tf.not_equal(source, PAD_ID), training=training)
-        mean, var = _moments(x, source_mask)
+
+    def run_block(side, block, x, mask):
+        out = block(x, mask=_call_mask(side, mask), training=training)
+        mean, var = _moments(out, mask[..., tf.newaxis])
         rows.append({"block": block.name, "mean": mean, "variance": var})
-    encoded = model.encode(source, training=training)
-    length = tf.shape(target)[1]
-    aligned = tf.pad(encoded, [[0, 0], [0, tf.maximum(length - tf.shape(encoded)[1], 0)],
-                               [0, 0]])[:, :length]
-    y = model.decoder_input(tf.concat([aligned, model.target_embedding(target)], axis=-1))
-    for block in model.decoder_blocks:
-        y = block(y, training=training)
-        mean, var = _moments(y, target_mask)
-        rows.append({"block": block.name, "mean": mean, "variance": var})
+        return out
+
+    _walk(model, source, target, run_block, training)
     return rows
 
 
@@ -81,16 +71,19 @@ def summary(rows):
     return float(np.abs(means).max()), float(variances.min()), float(variances.max())
 
 
-def _walk(model, source, target, visit, training=False):
-    """Runs `model` block by block, calling `visit(side, block, x, mask)` before each block,
-    where `x` is the block input and `mask` the boolean `(batch, length)` real-position mask."""
+def _walk(model, source, target, run_block, training=False):
+    """Runs `model` block by block, encoder then decoder, as `ByteNet.call` does.
+
+    `run_block(side, block, x, mask)` returns the output of `block` for its input `x` (and may
+    record what it sees); `side` is `"encoder"` or `"decoder"` and `mask` the boolean
+    `(batch, length)` mask of real positions on that side.
+    """
     source = tf.convert_to_tensor(source)
     target = tf.convert_to_tensor(target)
     source_mask = tf.not_equal(source, PAD_ID)
     x = model.source_embedding(source) * tf.cast(source_mask, model.compute_dtype)[..., tf.newaxis]
     for block in model.encoder_blocks:
-        visit("encoder", block, x, source_mask)
-        x = block(x, mask=source_mask, training=training)
+        x = run_block("encoder", block, x, source_mask)
     encoded = model.encode(source, training=training)
     length = tf.shape(target)[1]
     aligned = tf.pad(encoded, [[0, 0], [0, tf.maximum(length - tf.shape(encoded)[1], 0)],
@@ -98,15 +91,18 @@ def _walk(model, source, target, visit, training=False):
     y = model.decoder_input(tf.concat([aligned, model.target_embedding(target)], axis=-1))
     target_mask = tf.not_equal(target, PAD_ID)
     for block in model.decoder_blocks:
-        visit("decoder", block, y, target_mask)
-        y = block(y, training=training)
+        y = run_block("decoder", block, y, target_mask)
 
 
-def _unit_moments(x, mask):
-    """Per-channel mean and variance of `x` `(batch, length, channels)` over real positions."""
+def _call_mask(side, mask):
+    """The mask a block is called with: the encoder's blocks take it, the decoder's are causal."""
+    return mask if side == "encoder" else None
+
+
+def _real_positions(x, mask):
+    """`x` `(batch, length, channels)` at the real positions of `mask`: `(positions, channels)`."""
     x = np.asarray(tf.cast(x, tf.float32)).reshape(-1, x.shape[-1])
-    x = x[np.asarray(mask).reshape(-1)]
-    return x.mean(axis=0), x.var(axis=0)
+    return x[np.asarray(mask).reshape(-1)]
 
 
 def unit_statistics(model, source, target, quantiles=(0.05, 0.5, 0.95)):
@@ -127,23 +123,23 @@ def unit_statistics(model, source, target, quantiles=(0.05, 0.5, 0.95)):
     """
     rows = []
 
-    def visit(side, block, x, mask):
+    def run_block(side, block, x, mask):
         preactivations = []
-        block.branch(x, mask=mask if side == "encoder" else None, training=False,
-                     preactivations=preactivations)
+        branch = block.branch(x, mask=_call_mask(side, mask), training=False,
+                              preactivations=preactivations)
         for index, z in enumerate(preactivations):
-            means, variances = _unit_moments(z, mask)
-            pooled = np.asarray(tf.cast(z, tf.float32)).reshape(-1, z.shape[-1])[
-                np.asarray(mask).reshape(-1)]
+            real = _real_positions(z, mask)
+            means, variances = real.mean(axis=0), real.var(axis=0)
             rows.append({
                 "side": side, "block": block.name, "activation": index, "units": len(means),
                 "mean_q": [float(np.quantile(means, q)) for q in quantiles],
                 "variance_q": [float(np.quantile(variances, q)) for q in quantiles],
                 "max_abs_mean": float(np.abs(means).max()),
                 "min_variance": float(variances.min()), "max_variance": float(variances.max()),
-                "pooled_variance": float(pooled.var())})
+                "pooled_variance": float(real.var())})
+        return block._residual(x, branch)  # the block's output, without running it again
 
-    _walk(model, source, target, visit)
+    _walk(model, source, target, run_block)
     return rows
 
 

@@ -31,6 +31,17 @@ def write_results(name, results):
     return path
 
 
+def write_pairs(folder, sources, targets):
+    """Writes line-aligned `pairs.de` / `pairs.en` (lists of bytes) in `folder`; returns both
+    paths."""
+    os.makedirs(folder, exist_ok=True)
+    paths = os.path.join(folder, "pairs.de"), os.path.join(folder, "pairs.en")
+    for path, lines in zip(paths, (sources, targets)):
+        with open(path, "wb") as f:
+            f.write(b"".join(line + b"\n" for line in lines))
+    return paths
+
+
 def read_metrics(model_dir):
     """The JSON lines of `model_dir/metrics.jsonl` as a list of dicts."""
     path = os.path.join(model_dir, "metrics.jsonl")

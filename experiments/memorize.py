@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
+from experiments import common  # noqa: E402
 from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
 from shared_data import deen  # noqa: E402
 from pipelines import datasets  # noqa: E402
@@ -45,12 +46,7 @@ VARIANTS = {
 def write_pairs(folder):
     """The first 100 pairs of dev.* (newstest2013) as two files; returns their paths."""
     sources, targets, _ = read_parallel_lines(deen("dev.de"), deen("dev.en"))
-    os.makedirs(folder, exist_ok=True)
-    paths = os.path.join(folder, "pairs.de"), os.path.join(folder, "pairs.en")
-    for path, lines in zip(paths, (sources[:PAIRS], targets[:PAIRS])):
-        with open(path, "wb") as f:
-            f.write(b"\n".join(lines) + b"\n")
-    return paths
+    return common.write_pairs(folder, sources[:PAIRS], targets[:PAIRS])
 
 
 def main():

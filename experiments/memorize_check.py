@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from experiments import common  # noqa: E402
 from experiments.common import ROOT, RUNS, read_metrics, write_results  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
 from shared_data import deen  # noqa: E402
@@ -47,12 +48,7 @@ def write_pairs(folder, test_set="newstest2017", seed=2017):
     short = [i for i, (s, t) in enumerate(zip(sources, targets))
              if 0 < len(s) <= MAX_BYTES and 0 < len(t) <= MAX_BYTES]
     chosen = sorted(np.random.default_rng(seed).choice(short, PAIRS, replace=False))
-    os.makedirs(folder, exist_ok=True)
-    paths = os.path.join(folder, "pairs.de"), os.path.join(folder, "pairs.en")
-    for path, lines in zip(paths, (sources, targets)):
-        with open(path, "wb") as f:
-            f.write(b"".join(lines[i] + b"\n" for i in chosen))
-    return paths
+    return common.write_pairs(folder, [sources[i] for i in chosen], [targets[i] for i in chosen])
 
 
 def main():

@@ -24,7 +24,7 @@ LAYOUTS = ("paper", "thesis")
 INV_SQRT_DEPTH = "inv_sqrt_depth"
 
 
-def _initializer(identifier):
+def _get_initializer(identifier):
     """`keras.initializers.get`, which also knows `sugartensor_he_uniform`."""
     if identifier == "sugartensor_he_uniform":
         return initializers.SugartensorHeUniform()
@@ -127,19 +127,14 @@ class ByteNet(keras.Model):
         self.decoder_normalization = decoder_normalization
         self.activation = activation
         self.dropout_rate = dropout_rate
-        self.kernel_initializer = _initializer(kernel_initializer)
-        self.embedding_initializer = None if embedding_initializer is None else _initializer(
+        self.kernel_initializer = _get_initializer(kernel_initializer)
+        self.embedding_initializer = None if embedding_initializer is None else _get_initializer(
             embedding_initializer)
         self.normalize_residual = normalize_residual
-        if branch_weight == INV_SQRT_DEPTH:
-            branch_weight_value = 1.0 / math.sqrt(len(dilations) * num_stacks)
-        elif isinstance(branch_weight, str):
+        if isinstance(branch_weight, str) and branch_weight != INV_SQRT_DEPTH:
             raise ValueError(f"`branch_weight` must be a float or {INV_SQRT_DEPTH!r}. Received: "
                              f"branch_weight={branch_weight!r}")
-        else:
-            branch_weight_value = float(branch_weight)
         self.branch_weight = branch_weight
-        self.branch_weight_value = branch_weight_value
         self.residual_gate = residual_gate
         self.unfold_a = unfold_a
         self.unfold_b = unfold_b
@@ -178,6 +173,13 @@ class ByteNet(keras.Model):
         """A fresh copy of `initializer` (default: the kernel initializer) for one layer."""
         return keras.initializers.get(keras.initializers.serialize(
             initializer or self.kernel_initializer))
+
+    @property
+    def branch_weight_value(self):
+        """The residual branch weight as a number (`inv_sqrt_depth` resolved)."""
+        if self.branch_weight == INV_SQRT_DEPTH:
+            return 1.0 / math.sqrt(len(self.dilations) * self.num_stacks)
+        return float(self.branch_weight)
 
     @property
     def decoder_width(self):
