@@ -18,6 +18,8 @@ All functions are graph-friendly (`tf.while_loop`), take and return integer tens
 can be wrapped in `tf.function(jit_compile=True)` and exported.
 """
 
+import math
+
 import tensorflow as tf
 
 from bytenet_tf.vocabulary import BOS_ID, EOS_ID, PAD_ID
@@ -33,6 +35,16 @@ def output_limits(model, source, margin=DEFAULT_MARGIN, max_output_length=None):
     if max_output_length is not None:
         limits = tf.minimum(limits, max_output_length)
     return tf.maximum(limits, 1)
+
+
+def output_bound(source_bytes, unfold_a, unfold_b, max_length, margin=DEFAULT_MARGIN):
+    """`output_limits` for one source of `source_bytes` bytes (no EOS), in Python.
+
+    Serving truncates a source to `max_length - 1` bytes first. An output of this many bytes
+    reached the bound: it stopped because it ran out of room, not because it emitted EOS.
+    """
+    source_bytes = min(source_bytes, max_length - 1)
+    return max(int(math.ceil(unfold_a * source_bytes + unfold_b)) + margin, 1)
 
 
 def _prepare(model, source, margin, max_output_length, capacity=None):

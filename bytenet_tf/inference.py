@@ -74,6 +74,11 @@ class Translator(tf.Module):
         translation = tf.cond(tf.size(source) > 0, run, lambda: tf.zeros([0], tf.string))
         return {"translation": translation}
 
+    def output_bound(self, source):
+        """The output length (bytes) at which `source` (bytes) stops without EOS."""
+        return decoding.output_bound(len(source), self.model.unfold_a, self.model.unfold_b,
+                                     self.model.max_length)
+
     def __call__(self, sources):
         """Translates a list of bytes to a list of bytes."""
         return translate_list(self.translate, sources)

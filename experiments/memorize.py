@@ -63,7 +63,8 @@ def main():
         model_dir = os.path.join(RUNS, "memorize", label)
         config = TrainConfig(
             model=model, data=data, model_dir=model_dir, export=False, batch_size=BATCH,
-            train_steps=1_000_000, time_budget_seconds=60 * args.minutes, learning_rate=1e-3,
+            train_steps=1_000_000, schedule="rsqrt", select_by="last", average_last=0,
+        time_budget_seconds=60 * args.minutes, learning_rate=1e-3,
             warmup_steps=50, decay_learning_rate=False, eval_every=5 * PAIRS // BATCH,
             valid_size=PAIRS, log_every=PAIRS // BATCH, checkpoint_every=1_000_000,
             shuffle_buffer=PAIRS, dropout_rate=0.0, progress=False, seed=0, **overrides)

@@ -64,6 +64,8 @@ def main():
     command = [sys.executable, "-m", "bytenet_tf.train", *CHECK_FLAGS, f"--source_file={source}",
                f"--target_file={target}", f"--valid_source_file={source}",
                f"--valid_target_file={target}", f"--time_budget_seconds={args.seconds:g}",
+               # The schedule and weights of the recorded runs (before the text preset).
+               "--schedule=rsqrt", "--select_by=last", "--average_last=0", "--beam_size=1",
                f"--eval_every={10 * PAIRS // 16}", f"--valid_size={PAIRS}", "--log_every=4",
                "--export=false", "--progress=false", f"--model_dir={model_dir}", *args.extra]
     print(" ".join(command), flush=True)

@@ -48,7 +48,8 @@ def main():
                              valid_target_file=deen("dev.en"))
     config = TrainConfig(model=args.model, data=data, model_dir=model_dir,
                          export_dir=os.path.join(model_dir, "export"), batch_size=args.batch_size,
-                         train_steps=1_000_000, time_budget_seconds=60 * args.minutes,
+                         train_steps=1_000_000, schedule="rsqrt", select_by="last", average_last=0,
+        time_budget_seconds=60 * args.minutes,
                          learning_rate=args.learning_rate, warmup_steps=200, eval_every=400,
                          valid_size=100, checkpoint_every=200, precision=args.precision,
                          progress=False, seed=0)

@@ -70,7 +70,8 @@ def run(setting, seed, minutes, data, eval_epochs):
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
     base = dict(
         model="bytenet_selu", data=data, model_dir=model_dir, export=False, batch_size=BATCH,
-        train_steps=1_000_000, time_budget_seconds=60 * minutes, learning_rate=1e-3,
+        train_steps=1_000_000, schedule="rsqrt", select_by="last", average_last=0,
+        time_budget_seconds=60 * minutes, learning_rate=1e-3,
         warmup_steps=50, decay_learning_rate=True, dropout_rate=None,
         eval_every=eval_epochs * math.ceil(PAIRS / BATCH),
         valid_size=PAIRS, log_every=math.ceil(PAIRS / BATCH), checkpoint_every=1_000_000,

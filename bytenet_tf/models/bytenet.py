@@ -78,6 +78,9 @@ class ByteNet(keras.Model):
         unfold_a: float, dynamic unfolding slope.
         unfold_b: float, dynamic unfolding offset (bytes).
         max_length: int, the longest source in bytes (EOS included) that serving accepts.
+        source_blind: bool, a baseline: `encode` returns zeros, so the decoder learns the
+            target language alone. The encoder still runs (same cost per step) and the output
+            bound still follows the source length.
         seed: int or None, seeds the dropout layers.
         ops_policy: str, how the numerical kernels are computed: `reference` (stock TensorFlow
             ops, any device), `cpu` or `cpu_fused` (see `bytenet_tf.ops`). The same function
@@ -101,8 +104,8 @@ class ByteNet(keras.Model):
                  decoder_normalization=None, activation="relu", dropout_rate=0.0,
                  kernel_initializer="glorot_uniform", embedding_initializer=None, layout="paper",
                  normalize_residual=False, branch_weight=1.0, residual_gate=False, unfold_a=1.2,
-                 unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, seed=None, ops_policy="reference",
-                 **kwargs):
+                 unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, source_blind=False, seed=None,
+                 ops_policy="reference", **kwargs):
         super().__init__(**kwargs)
         if block not in BLOCKS:
             raise ValueError(f"block={block!r} is unknown; choose one of: {', '.join(BLOCKS)}")
@@ -139,6 +142,7 @@ class ByteNet(keras.Model):
         self.unfold_a = unfold_a
         self.unfold_b = unfold_b
         self.max_length = max_length
+        self.source_blind = bool(source_blind)
         self.seed = seed
         self.ops_policy = ops_policy
         self.ops = ops.get(ops_policy)
@@ -239,6 +243,9 @@ class ByteNet(keras.Model):
         if self.encoder_output_norm is not None:
             kwargs = {"mask": mask} if self.normalization == "batch" else {}
             x = self.encoder_output_norm(x, training=training, **kwargs)
+        if self.source_blind:
+            # Times zero, not zeros_like: the encoder's gradients stay defined (and zero).
+            zero_padding = zero_padding * 0.0
         return x * zero_padding
 
     def _head(self, x, training=None):
@@ -333,6 +340,7 @@ class ByteNet(keras.Model):
             "unfold_a": self.unfold_a,
             "unfold_b": self.unfold_b,
             "max_length": self.max_length,
+            "source_blind": self.source_blind,
             "seed": self.seed,
             "ops_policy": self.ops_policy,
         })

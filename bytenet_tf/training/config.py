@@ -17,9 +17,10 @@ from bytenet_tf import ops, zoo
 from bytenet_tf.training import devices
 from pipelines.datasets import DataSpec, option
 
-DEFAULTS = dict(batch_size=32, tokens_per_batch=0, train_steps=20000, learning_rate=3e-4,
-                warmup_steps=1000, checkpoint_every=1000, eval_every=5000, valid_size=200,
-                log_every=50)
+DEFAULTS = dict(model="bytenet_selu", batch_size=32, tokens_per_batch=0, train_steps=20000, time_budget_seconds=0.0,
+                learning_rate=3e-4, warmup_steps=1000, schedule="rsqrt", checkpoint_every=1000,
+                eval_every=5000, valid_size=200, log_every=50, average_last=0,
+                select_by="last", beam_size=1)
 
 # Data, not code: per-dataset values for fields left unset.
 PRESETS = {
@@ -28,17 +29,29 @@ PRESETS = {
     "digits": dict(hidden_size=128, num_stacks=1, batch_size=64, train_steps=4000,
                    learning_rate=3e-3, warmup_steps=100, max_length=64, checkpoint_every=300,
                    eval_every=0, valid_size=1000, log_every=50),
+    # The translation recipe: what a 2-core CPU trains best in two hours on a corpus like
+    # ../shared/data/deen/train (docs/results.md, issue 13, names the runs behind each value).
+    "text": dict(time_budget_seconds=7200.0, train_steps=1_000_000, schedule="cosine",
+                 learning_rate=1e-3, warmup_steps=200, batch_size=32, train_max_length=200,
+                 checkpoint_every=200, eval_every=400, valid_size=200, average_last=5,
+                 select_by="chrf", beam_size=4, log_every=50),
 }
 
 # Fields that override the zoo model's hyperparameters when set.
 MODEL_OVERRIDES = ("hidden_size", "num_stacks", "dropout_rate", "normalization", "branch_weight",
-                   "residual_gate", "max_length")
+                   "residual_gate", "max_length", "source_blind")
+
+SCHEDULES = ("rsqrt", "cosine")
+SELECT_BY = ("chrf", "bleu", "last")
+# Beam-search length-normalization exponents tried on the validation set when the export uses a
+# beam and `length_penalty` is unset (0 is plain log-probability; GNMT used 0.6-0.7).
+LENGTH_PENALTY_GRID = (0.0, 0.3, 0.6, 1.0, 1.5)
 
 
 @dataclasses.dataclass
 class TrainConfig:
     """Options of `bytenet_tf.training.trainer.train_and_evaluate` (the flags of bytenet-train)."""
-    model: str = option("bytenet_selu", "Zoo model to train.", choices=tuple(zoo.list_models()))
+    model: str = option(None, "Zoo model to train.", choices=tuple(zoo.list_models()))
     data: DataSpec = dataclasses.field(default_factory=DataSpec)
     model_dir: str = option(None, "Checkpoints, TensorBoard logs, config.json, metrics.jsonl "
                             "and results.json. Default: runs/<model>_<dataset>.")
@@ -55,8 +68,15 @@ class TrainConfig:
         "0.258 at 3 stacks (see docs/results.md, experiments 6 and 7).")
     residual_gate: bool = option(None, "Override: make the residual branch weight a learnable "
                                  "scalar that starts at 0 (SkipInit/ReZero).")
-    max_length: int = option(None, "Longest sequence in bytes, EOS included; longer pairs are "
-                             "dropped and counted. Default: the model's (500).")
+    source_blind: bool = option(None, "Baseline: the decoder sees zeros instead of the encoder "
+                                "output, so the model learns the target language alone (the "
+                                "length bound still comes from the source).")
+    max_length: int = option(None, "Longest source that the model translates, in bytes, EOS "
+                             "included (longer ones are truncated when serving), and the "
+                             "training length filter unless `train_max_length` is set. "
+                             "Default: the model's (500).")
+    train_max_length: int = option(None, "Longest training pair in bytes, EOS included; longer "
+                                   "pairs are dropped and counted. Default: `max_length`.")
     batch_size: int = option(None, "Global batch size in sentence pairs.")
     tokens_per_batch: int = option(None, "Global token budget per batch; 0 uses batch_size.")
     bucketing: bool = option(True, "Batch pairs of similar length together (less padding).")
@@ -66,12 +86,20 @@ class TrainConfig:
     shuffle_buffer: int = option(10000, "Pairs in the shuffle buffer; 0 for no shuffle.")
     train_steps: int = option(None, "Total training steps.")
     time_budget_seconds: float = option(
-        0.0, "Stop (and checkpoint) after this much training time in this run, even before "
-        "train_steps; 0 for no limit. A rerun continues.")
-    learning_rate: float = option(None, "Peak learning rate (Adam, warm-up then rsqrt decay).")
+        None, "Stop (and checkpoint) once training has taken this many seconds in total, even "
+        "before train_steps; 0 for no limit. Time of earlier runs in the same model_dir counts, "
+        "so an interrupted run resumed with the same flags stops at the same budget. "
+        "schedule=cosine ends its decay when the budget is spent.")
+    learning_rate: float = option(None, "Peak learning rate (Adam, after a linear warm-up).")
     warmup_steps: int = option(None, "Linear warm-up steps.")
-    decay_learning_rate: bool = option(True, "Decay as 1/sqrt(step) after the warm-up; false "
-                                       "keeps the rate constant.")
+    schedule: str = option(None, "Learning rate after the warm-up: rsqrt decays as 1/sqrt(step) "
+                           "with no end; cosine decays to learning_rate * learning_rate_floor "
+                           "at train_steps or at the end of the time budget, whichever is first.",
+                           choices=SCHEDULES)
+    learning_rate_floor: float = option(0.05, "schedule=cosine: the final learning rate as a "
+                                        "fraction of the peak.")
+    decay_learning_rate: bool = option(True, "False keeps the rate constant after the warm-up, "
+                                       "whatever the schedule.")
     clip_norm: float = option(0.0, "Clip each replica's gradient to this norm; 0 for none.")
     adam_beta_2: float = option(0.999, "Adam's beta_2 (the SNN paper used 0.99 for SELU nets).")
     adam_epsilon: float = option(1e-7, "Adam's epsilon (the SNN paper used 0.01 for SELU nets).")
@@ -85,7 +113,16 @@ class TrainConfig:
     eval_every: int = option(None, "Steps between validations; 0 for the end only.")
     valid_size: int = option(None, "Validation sentences for BLEU/chrF.")
     log_every: int = option(None, "Steps between TensorBoard summaries.")
-    beam_size: int = option(1, "Beam size of the exported model; 1 for greedy.")
+    average_last: int = option(None, "At the end, also try the mean weights of the last K "
+                               "checkpoints (the manager keeps max(3, K)); 0 or 1 for none.")
+    select_by: str = option(None, "At the end, export whichever of the last weights, the "
+                            "checkpoint average and the best validated checkpoint scores best "
+                            "on the validation set by this metric; last exports the last.",
+                            choices=SELECT_BY)
+    beam_size: int = option(None, "Beam size of the exported model; 1 for greedy.")
+    length_penalty: float = option(None, "Beam search length-normalization exponent of the "
+                                   "export. Unset with beam_size > 1: tuned on the validation "
+                                   "set over LENGTH_PENALTY_GRID and written to config.json.")
     export: bool = option(True, "Export a SavedModel at the end.")
     progress: bool = option(True, "Show progress bars.")
     jit_compile_decode: bool = option(False, "Compile the exported decoding loop with XLA.")
@@ -105,19 +142,31 @@ def resolve(config):
     """
     values = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
     preset = PRESETS.get(config.data.dataset, {})
-    model_defaults = zoo.model_config(config.model)
+    if values["model"] is None:
+        values["model"] = preset.get("model", DEFAULTS["model"])
+    model_defaults = zoo.model_config(values["model"])
     for key, value in values.items():
         if value is None:
             values[key] = preset.get(key, DEFAULTS.get(key, model_defaults.get(key)))
-    run_name = f"{config.model}_{config.data.dataset}"
+    run_name = f"{values['model']}_{config.data.dataset}"
+    if values["train_max_length"] is None:
+        values["train_max_length"] = values["max_length"]
     values["model_dir"] = values["model_dir"] or os.path.join("runs", run_name)
     values["export_dir"] = values["export_dir"] or os.path.join("saved_models", run_name)
     resolved = TrainConfig(**values)
     for key in ("batch_size", "train_steps", "max_length", "checkpoint_every", "log_every",
                 "beam_size"):
         _check_at_least(resolved, key, 1)
-    for key in ("tokens_per_batch", "warmup_steps", "shuffle_buffer", "eval_every", "valid_size"):
+    _check_at_least(resolved, "train_max_length", 2)
+    for key in ("tokens_per_batch", "warmup_steps", "shuffle_buffer", "eval_every", "valid_size",
+                "time_budget_seconds", "average_last"):
         _check_at_least(resolved, key, 0)
+    if not 0 <= resolved.learning_rate_floor <= 1:
+        raise ValueError("`learning_rate_floor` is a fraction of the peak rate, in [0, 1]. "
+                         f"Received: learning_rate_floor={resolved.learning_rate_floor}")
+    if resolved.length_penalty is not None and resolved.length_penalty < 0:
+        raise ValueError("`length_penalty` must be >= 0 (0: no length normalization). "
+                         f"Received: length_penalty={resolved.length_penalty}")
     if resolved.learning_rate <= 0:
         raise ValueError(f"`learning_rate` must be > 0. Received: "
                          f"learning_rate={resolved.learning_rate}")

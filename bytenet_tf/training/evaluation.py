@@ -13,17 +13,33 @@ from bytenet_tf import inference, scoring
 from pipelines import datasets, digits
 
 
+def reached_bound(sources, hypotheses, output_bound):
+    """The share of `hypotheses` as long as their bound: runaway outputs that never emitted EOS.
+
+    Args:
+        sources, hypotheses: lists of bytes, aligned.
+        output_bound: callable, source bytes -> the output length at which decoding stops
+            (`bytenet_tf.inference.Translator.output_bound`).
+    """
+    if not sources:
+        return 0.0
+    return sum(len(h) >= output_bound(s) for s, h in zip(sources, hypotheses)) / len(sources)
+
+
 def validate(translate_fn, sources, references, progress=False):
     """Translates `sources` with `translate_fn` and scores them against `references`.
 
     Returns:
         `(scores, hypotheses)`; see `bytenet_tf.scoring.score`. `scores` also holds
-        `bleu_caveat` (see `bytenet_tf.scoring.bleu_caveat`).
+        `bleu_caveat` (see `bytenet_tf.scoring.bleu_caveat`) and, when `translate_fn` has an
+        `output_bound` (a `Translator`), `reached_bound` (see `reached_bound`).
     """
     hypotheses = inference.translate_batches(translate_fn, sources, batch_size=64,
                                              progress=progress, description="validate")
     scores = scoring.score(hypotheses, references)
     scores["bleu_caveat"] = scoring.bleu_caveat(references)
+    if hasattr(translate_fn, "output_bound"):
+        scores["reached_bound"] = reached_bound(sources, hypotheses, translate_fn.output_bound)
     return scores, hypotheses
 
 

@@ -1,4 +1,11 @@
-"""`WarmupRsqrtDecay`: linear warm-up, then inverse-square-root decay."""
+"""Learning-rate schedules of bytenet-train.
+
+`WarmupRsqrtDecay`: linear warm-up, then inverse-square-root decay (no end).
+`WarmupCosineDecay`: linear warm-up, then a cosine decay that ends at a floor when the run's
+steps or its time budget are spent.
+"""
+
+import math
 
 import keras
 
@@ -33,3 +40,51 @@ class WarmupRsqrtDecay(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
                 "decay": self.decay}
+
+
+@keras.saving.register_keras_serializable(package="bytenet_tf")
+class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up, then a cosine decay to a floor that is reached when the run is over.
+
+        lr = peak * min(step / warmup, 1) * (floor + (1 - floor) * (1 + cos(pi * done)) / 2)
+
+    `done` in [0, 1] is how much of the run is over: the larger of `step / total_steps` and
+    `progress`, a variable that the training loop sets to the share of its time budget spent.
+    A run stopped by a time budget so ends at the floor, however many steps the budget held.
+
+    Args:
+        peak_learning_rate: float, reached at the end of the warm-up.
+        warmup_steps: int >= 1.
+        total_steps: int >= 1, the step count at which the decay reaches the floor.
+        floor: float in [0, 1], the final rate as a fraction of the peak.
+        progress: a float32 scalar `tf.Variable` in [0, 1], or None (steps alone).
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps, floor=0.05, progress=None):
+        if peak_learning_rate <= 0 or warmup_steps < 1 or total_steps < 1 or not 0 <= floor <= 1:
+            raise ValueError(
+                "Need peak_learning_rate > 0, warmup_steps >= 1, total_steps >= 1 and "
+                f"0 <= floor <= 1. Received: peak_learning_rate={peak_learning_rate}, "
+                f"warmup_steps={warmup_steps}, total_steps={total_steps}, floor={floor}")
+        self.peak_learning_rate = peak_learning_rate
+        self.warmup_steps = warmup_steps
+        self.total_steps = total_steps
+        self.floor = floor
+        self.progress = progress
+
+    def done(self, step):
+        """The share of the run that is over at `step` (counted from 0): float32 in [0, 1]."""
+        done = (keras.ops.cast(step, "float32") + 1.0) / float(self.total_steps)
+        if self.progress is not None:
+            done = keras.ops.maximum(done, keras.ops.cast(self.progress, "float32"))
+        return keras.ops.clip(done, 0.0, 1.0)
+
+    def __call__(self, step):
+        warmup = keras.ops.minimum((keras.ops.cast(step, "float32") + 1.0) / self.warmup_steps, 1.0)
+        cosine = 0.5 * (1.0 + keras.ops.cos(math.pi * self.done(step)))
+        return self.peak_learning_rate * warmup * (self.floor + (1.0 - self.floor) * cosine)
+
+    def get_config(self):
+        # The progress variable belongs to the run, not to the schedule's configuration.
+        return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
+                "total_steps": self.total_steps, "floor": self.floor}

@@ -30,9 +30,9 @@ from tqdm import tqdm
 
 from bytenet_tf import export, inference, ops, vocabulary, zoo
 from bytenet_tf.training import devices, evaluation
-from bytenet_tf.training.config import model_overrides, resolve
+from bytenet_tf.training.config import LENGTH_PENALTY_GRID, model_overrides, resolve
 from bytenet_tf.training.optimizer import Adam
-from bytenet_tf.training.schedule import WarmupRsqrtDecay
+from bytenet_tf.training.schedule import WarmupCosineDecay, WarmupRsqrtDecay
 from pipelines import datasets, preprocessing
 
 
@@ -61,24 +61,72 @@ def _check_resumable(model_dir, model_config):
                          "Resume with the same settings, or choose a new `model_dir`.")
 
 
-def make_optimizer(config, policy):
+def make_schedule(config, progress=None):
+    """The learning-rate schedule that a resolved `config` names.
+
+    Args:
+        progress: float32 scalar variable, the share of the time budget spent (for `cosine`).
+    """
+    warmup = max(config.warmup_steps, 1)
+    if not config.decay_learning_rate:
+        return WarmupRsqrtDecay(config.learning_rate, warmup, decay=False)
+    if config.schedule == "cosine":
+        return WarmupCosineDecay(config.learning_rate, warmup, config.train_steps,
+                                 config.learning_rate_floor, progress)
+    return WarmupRsqrtDecay(config.learning_rate, warmup)
+
+
+def make_optimizer(config, policy, progress=None):
     """The binary's optimizer: Adam with warm-up and decay, clipping, and loss scaling for float16."""
     optimizer = Adam(
-        WarmupRsqrtDecay(config.learning_rate, max(config.warmup_steps, 1),
-                         decay=config.decay_learning_rate),
+        make_schedule(config, progress),
         beta_2=config.adam_beta_2, epsilon=config.adam_epsilon, clipnorm=config.clip_norm or None)
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
 
 
+class _Clock:
+    """Training time over every run in a `model_dir`, and the share of the budget it is.
+
+    `seconds` (float64, checkpointed) is the training time of the earlier runs plus this one's;
+    `progress` (float32, not checkpointed) is `seconds / time_budget_seconds`, which the cosine
+    schedule reads.
+    """
+
+    def __init__(self, budget):
+        self.budget = budget
+        self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="train_seconds")
+        self.progress = tf.Variable(0.0, dtype=tf.float32, trainable=False,
+                                    name="budget_progress")
+        self._base = 0.0
+        self._start = None
+
+    def start(self):
+        self._base, self._start = float(self.seconds.numpy()), time.perf_counter()
+        self.tick()
+
+    def tick(self):
+        """Brings `seconds` and `progress` up to now; returns the seconds."""
+        seconds = self._base + time.perf_counter() - self._start
+        self.seconds.assign(seconds)
+        if self.budget:
+            self.progress.assign(min(seconds / self.budget, 1.0))
+        return seconds
+
+    def spent(self):
+        """Whether the budget is spent (never without one)."""
+        return bool(self.budget) and float(self.seconds.numpy()) >= self.budget
+
+
 def _build(config, policy, ops_policy):
     model = zoo.build_model(config.model, dtype=policy, ops_policy=ops_policy,
                             **model_overrides(config))
-    optimizer = make_optimizer(config, policy)
+    clock = _Clock(config.time_budget_seconds)
+    optimizer = make_optimizer(config, policy, clock.progress)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    return model, optimizer, step
+    return model, optimizer, step, clock
 
 
 def _loss_scale(optimizer):
@@ -143,13 +191,13 @@ class _Data:
             raise ValueError(f"batch_size={config.batch_size} must be a multiple of the "
                              f"{replicas} replicas in sync.")
         with tf.init_scope():
-            self.length_filter = preprocessing.LengthFilter(config.max_length)
+            self.length_filter = preprocessing.LengthFilter(config.train_max_length)
         self.stats = []
         resumed_step, self.has_saved_stream = _stream_position(checkpoint_path)
         # Without a saved stream, a resumed run reshuffles instead of replaying the first batches.
         seed = config.seed if self.has_saved_stream else config.seed + resumed_step
         pipeline = preprocessing.PipelineConfig(
-            max_length=config.max_length, batch_size=config.batch_size // replicas,
+            max_length=config.train_max_length, batch_size=config.batch_size // replicas,
             tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
             shuffle_buffer=config.shuffle_buffer,
             unicode_normalization=config.unicode_normalization, seed=seed)
@@ -205,16 +253,17 @@ def _summaries(writer, step, values, metrics_path=None):
             f.write(json.dumps(dict(values, step=step, time=time.time())) + "\n")
 
 
-def _train_loop(config, model, optimizer, step, train_step, data, manager, writer, chief,
-                translate_fn):
+def _train_loop(config, model, optimizer, step, clock, train_step, data, manager, writer, chief,
+                translate_fn, best):
     start = int(step.numpy())
     last = {"loss": float("nan"), "byte_accuracy": float("nan")}
     window_bytes, window_start = 0.0, time.perf_counter()
-    loop_start = time.perf_counter()
+    clock.start()
     metrics_path = os.path.join(config.model_dir, "metrics.jsonl") if chief else None
     bar = tqdm(total=config.train_steps, initial=start, desc="train", unit="step",
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
     for current in range(start + 1, config.train_steps + 1):
+        clock.tick()
         loss, accuracy, count, gradient_norm = train_step(data.iterator)
         loss, accuracy = float(loss), float(accuracy)
         if not math.isfinite(loss):
@@ -225,7 +274,7 @@ def _train_loop(config, model, optimizer, step, train_step, data, manager, write
                 f"checkpoint is kept: {good}. Lower `learning_rate`, set `clip_norm`, or use "
                 "precision='float32'.")
         window_bytes += float(count)
-        last = {"loss": loss, "byte_accuracy": accuracy}
+        last.update(loss=loss, byte_accuracy=accuracy)
         bar.update(1)
         if current % config.log_every == 0 or current == config.train_steps:
             elapsed = time.perf_counter() - window_start
@@ -236,18 +285,22 @@ def _train_loop(config, model, optimizer, step, train_step, data, manager, write
                     "loss": loss, "bits_per_byte": loss / math.log(2), "byte_accuracy": accuracy,
                     "gradient_norm": float(gradient_norm),
                     "learning_rate": float(optimizer.learning_rate), "bytes_per_second": rate,
-                    "train_seconds": time.perf_counter() - loop_start}, metrics_path)
+                    "train_seconds": clock.tick()}, metrics_path)
             window_bytes, window_start = 0.0, time.perf_counter()
+        if chief and config.eval_every and current % config.eval_every == 0:
+            last["valid"] = _validate_and_log(config, translate_fn, writer, current)
+            last["valid_step"] = current
+            best.offer(last["valid"], current)
+        clock.tick()
         if current % config.checkpoint_every == 0:
             manager.save(checkpoint_number=current)
-        if chief and config.eval_every and current % config.eval_every == 0:
-            _validate_and_log(config, translate_fn, writer, current)
-        if config.time_budget_seconds and time.perf_counter() - loop_start > config.time_budget_seconds:
+        if clock.spent():
             logging.info("Time budget of %.0f s reached at step %d.", config.time_budget_seconds,
                          current)
             break
     bar.close()
     final = int(step.numpy())
+    clock.tick()
     if final > start and final % config.checkpoint_every:
         manager.save(checkpoint_number=final)
     logging.info("Length filter: %s", data.length_filter.counts())
@@ -263,6 +316,126 @@ def _validate_and_log(config, translate_fn, writer, current):
                  current, results["bleu"], results["chrf"], results["exact_match"],
                  results["sentences"], results["bleu_caveat"])
     return results
+
+
+def _metric(config):
+    """The validation score that selection maximizes (chrF when `select_by` is `last`)."""
+    return "bleu" if config.select_by == "bleu" else "chrf"
+
+
+class _BestCheckpoint:
+    """The model weights of the best validation so far, in `model_dir/best/`, with its scores.
+
+    `best/best.json` holds the step and scores, so a resumed run keeps comparing against them.
+    """
+
+    def __init__(self, config, model, enabled):
+        self.metric = _metric(config)
+        self.directory = os.path.join(config.model_dir, "best")
+        self.enabled = enabled
+        self.manager = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model_variables=model_variables(model)), self.directory,
+            max_to_keep=1)
+        path = os.path.join(self.directory, "best.json")
+        self.record = None
+        if os.path.exists(path) and self.manager.latest_checkpoint:
+            with open(path) as f:
+                self.record = json.load(f)
+
+    def offer(self, scores, step):
+        """Saves the weights if `scores` beat the best so far."""
+        if not self.enabled or (self.record and scores[self.metric] <= self.record[self.metric]):
+            return
+        path = self.manager.save(checkpoint_number=step)
+        self.record = {"step": step, "bleu": scores["bleu"], "chrf": scores["chrf"], "path": path}
+        with open(os.path.join(self.directory, "best.json"), "w") as f:
+            json.dump(self.record, f, indent=2)
+
+    @property
+    def path(self):
+        return self.record["path"] if self.record else None
+
+
+def _weights(model):
+    return [variable.numpy() for variable in model_variables(model).values()]
+
+
+def _set_weights(model, values):
+    for variable, value in zip(model_variables(model).values(), values):
+        variable.assign(value)
+
+
+def average_checkpoints(model, checkpoint_paths):
+    """Sets `model`'s variables to their mean over `checkpoint_paths` (bytenet-train checkpoints).
+
+    Integer variables take the last checkpoint's value. Returns `model`.
+    """
+    if not checkpoint_paths:
+        raise ValueError("average_checkpoints needs at least one checkpoint path.")
+    total = None
+    for path in checkpoint_paths:
+        values = _weights(restore_model(model, path))
+        if total is None:
+            total = [value.astype("float64") if value.dtype.kind == "f" else value
+                     for value in values]
+        else:
+            total = [t + v if v.dtype.kind == "f" else v for t, v in zip(total, values)]
+    count = len(checkpoint_paths)
+    _set_weights(model, [t / count if t.dtype.kind == "f" else t for t in total])
+    return model
+
+
+def _select_weights(config, model, translate_fn, manager, best, last_scores):
+    """Loads the best of: the last weights, the mean of the last checkpoints, the best
+    validated checkpoint (by `select_by` on the validation set).
+
+    Returns:
+        dict `{chosen, candidates: {name: {step(s), bleu, chrf}}}`.
+    """
+    metric = _metric(config)
+    last = _weights(model)
+    candidates = {"last": {"bleu": last_scores["bleu"], "chrf": last_scores["chrf"]}}
+    loaders = {"last": lambda: _set_weights(model, last)}
+    paths = manager.checkpoints[-config.average_last:] if config.average_last > 1 else []
+    if len(paths) > 1:
+        name = f"average_last_{len(paths)}"
+        loaders[name] = lambda: average_checkpoints(model, paths)
+        candidates[name] = {"checkpoints": [os.path.basename(path) for path in paths]}
+    final_step = int(manager.checkpoints[-1].rsplit("-", 1)[1]) if manager.checkpoints else None
+    if best.path and best.record["step"] != final_step:
+        loaders["best_validated"] = lambda: restore_model(model, best.path)
+        candidates["best_validated"] = {"step": best.record["step"]}
+    if config.select_by == "last" or len(loaders) == 1:
+        return {"chosen": "last", "metric": metric, "candidates": candidates}
+    for name, load in loaders.items():
+        if name == "last":
+            continue
+        load()
+        scores = evaluation.validation_scores(config, translate_fn)
+        candidates[name].update(bleu=scores["bleu"], chrf=scores["chrf"])
+        logging.info("Candidate %s: validation BLEU %.2f, chrF %.2f", name, scores["bleu"],
+                     scores["chrf"])
+    chosen = max(candidates, key=lambda name: candidates[name][metric])
+    loaders[chosen]()
+    logging.info("Exporting the %s weights (best validation %s).", chosen, metric)
+    return {"chosen": chosen, "metric": metric, "candidates": candidates}
+
+
+def tune_length_penalty(config, model, grid=LENGTH_PENALTY_GRID):
+    """Beam search's length-normalization exponent that scores best on the validation set.
+
+    Returns:
+        `(best_alpha, {alpha: {bleu, chrf, reached_bound}})`.
+    """
+    metric = _metric(config)
+    results = {}
+    for alpha in grid:
+        translator = inference.Translator(model, beam_size=config.beam_size, length_alpha=alpha)
+        scores = evaluation.validation_scores(config, translator)
+        results[alpha] = {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
+        logging.info("Beam %d, length penalty %.2f: validation BLEU %.2f, chrF %.2f",
+                     config.beam_size, alpha, scores["bleu"], scores["chrf"])
+    return max(results, key=lambda alpha: results[alpha][metric]), results
 
 
 def _dropout_seeds(model):
@@ -315,14 +488,19 @@ def restore_model(model, checkpoint_path):
     return model
 
 
-def _restore(model, optimizer, step, data, checkpoint_path):
+def _restore(model, optimizer, step, clock, data, checkpoint_path):
     """Restores a checkpoint; one without the stream's state restores the model alone."""
     full = tf.train.Checkpoint(model=model, model_variables=model_variables(model),
-                               optimizer=optimizer, step=step,
+                               optimizer=optimizer, step=step, train_seconds=clock.seconds,
                                dropout_seeds=_dropout_seeds(model), **data.trackables())
     if not checkpoint_path:
         return full
     parts = dict(model=model, optimizer=optimizer, step=step)
+    if any(name.startswith("train_seconds/") for name, _ in tf.train.list_variables(checkpoint_path)):
+        parts["train_seconds"] = clock.seconds
+    else:
+        logging.warning("%s predates `train_seconds`: its training time is not known, so the "
+                        "time budget counts from this run.", checkpoint_path)
     if _holds_model_variables(checkpoint_path):
         parts["model_variables"] = model_variables(model)
     else:
@@ -364,7 +542,7 @@ def train_and_evaluate(config):
     checkpoint_dir = config.model_dir if chief else os.path.join(
         config.model_dir, f"worker_{devices.worker_index()}")
     with strategy.scope():
-        model, optimizer, step = _build(config, policy, ops_policy)
+        model, optimizer, step, clock = _build(config, policy, ops_policy)
     if chief:
         _check_resumable(config.model_dir, model.get_config())
         os.makedirs(config.model_dir, exist_ok=True)
@@ -374,36 +552,70 @@ def train_and_evaluate(config):
             json.dump(_config_dict(config, effective, model), f, indent=2, default=str)
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     data = _Data(config, strategy, latest)
-    checkpoint = _restore(model, optimizer, step, data, latest)
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=3)
+    checkpoint = _restore(model, optimizer, step, clock, data, latest)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir,
+                                         max_to_keep=max(3, config.average_last))
+    best = _BestCheckpoint(config, model, enabled=chief and config.select_by != "last")
     writer = tf.summary.create_file_writer(os.path.join(config.model_dir, "train")) if chief \
         else tf.summary.create_noop_writer()
     started = time.perf_counter()
     # One traced decoder per run: each new tf.function would trace the decoding loop again.
     translate_fn = inference.Translator(model)
-    if int(step.numpy()) < config.train_steps:
+    if int(step.numpy()) < config.train_steps and not clock.spent():
         train_step = make_train_step(strategy, model, optimizer, step)
-        last = _train_loop(config, model, optimizer, step, train_step, data, manager, writer,
-                           chief, translate_fn)
+        last = _train_loop(config, model, optimizer, step, clock, train_step, data, manager,
+                           writer, chief, translate_fn, best)
     else:
-        logging.info("Step %d >= train_steps=%d: this run is finished; not training again.",
-                     int(step.numpy()), config.train_steps)
+        logging.info("Step %d of train_steps=%d, %.0f s of time_budget_seconds=%g: this run is "
+                     "finished; not training again.", int(step.numpy()), config.train_steps,
+                     float(clock.seconds.numpy()), config.time_budget_seconds)
         last = {"loss": None, "byte_accuracy": None}
     results = {"step": int(step.numpy()), "train_loss": last["loss"],
                "train_byte_accuracy": last["byte_accuracy"],
-               "train_seconds": time.perf_counter() - started, "precision": policy,
+               "train_seconds": time.perf_counter() - started,
+               "total_train_seconds": float(clock.seconds.numpy()), "precision": policy,
                "ops_policy": ops_policy, "data": data.summary(), "valid": None,
-               "exact_match_by_length": None, "export_path": None}
+               "selection": None, "length_penalty": None, "exact_match_by_length": None,
+               "export_path": None}
     if chief:
-        results["valid"] = _validate_and_log(config, translate_fn, writer, results["step"])
-        if config.data.dataset == "digits":
-            results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
-                config, translate_fn)
-        if config.export:
-            results["export_path"] = export.export_saved_model(
-                model, config.export_dir, beam_size=config.beam_size,
-                jit_compile=config.jit_compile_decode)
-            logging.info("SavedModel: %s", results["export_path"])
+        validated = last.get("valid") if last.get("valid_step") == results["step"] else None
+        _finish(config, model, translate_fn, manager, best, writer, results, validated)
         with open(os.path.join(config.model_dir, "results.json"), "w") as f:
             json.dump(results, f, indent=2)
     return results
+
+
+def _finish(config, model, translate_fn, manager, best, writer, results, validated=None):
+    """The chief's end of a run: validate, choose the weights and the length penalty, export.
+
+    Fills `valid` (of the exported weights, greedy), `selection`, `length_penalty`,
+    `exact_match_by_length` and `export_path` of `results`, and records the length penalty in
+    `config.json`. `validated`: the scores of the last weights when the loop has just
+    validated them.
+    """
+    last_scores = validated or _validate_and_log(config, translate_fn, writer, results["step"])
+    results["selection"] = _select_weights(config, model, translate_fn, manager, best,
+                                           last_scores)
+    chosen = results["selection"]["chosen"]
+    results["valid"] = last_scores if chosen == "last" else evaluation.validation_scores(
+        config, translate_fn)
+    if config.data.dataset == "digits":
+        results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
+            config, translate_fn)
+    alpha, tried = config.length_penalty, None
+    if config.beam_size > 1 and alpha is None:
+        alpha, tried = tune_length_penalty(config, model)
+    alpha = 0.6 if alpha is None else alpha
+    results["length_penalty"] = {"value": alpha, "tuned_on_validation": tried}
+    config_path = os.path.join(config.model_dir, "config.json")
+    with open(config_path) as f:
+        stored = json.load(f)
+    stored.update(effective_length_penalty=alpha, length_penalty_scores=tried,
+                  exported_weights=chosen)
+    with open(config_path, "w") as f:
+        json.dump(stored, f, indent=2, default=str)
+    if config.export:
+        results["export_path"] = export.export_saved_model(
+            model, config.export_dir, beam_size=config.beam_size, length_alpha=alpha,
+            jit_compile=config.jit_compile_decode)
+        logging.info("SavedModel: %s", results["export_path"])

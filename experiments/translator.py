@@ -1,0 +1,205 @@
+"""Issue 13: the text recipe (bytenet-train's `text` preset) for a time budget, scored everywhere.
+
+    python experiments/translator.py --minutes=30 --name=recipe_30min
+    python experiments/translator.py --minutes=30 --name=blind_30min --set source_blind=true
+    python experiments/translator.py --minutes=4 --name=screen_small --set model=bytenet_small \\
+        --screen
+
+Trains with every `TrainConfig` field left to the `text` preset, except `time_budget_seconds`
+(`--minutes`), `seed` and the `--set KEY=VALUE` overrides. The training data is
+../shared/data/deen/train.* less 500 pairs drawn at random (seed 13) and held out as the
+validation set (checkpoint selection, length-penalty tuning and the validation curve); the
+held-out pairs keep the training mix of captions, Tatoeba and news, and none of the test sets
+is ever read before the end. The exported SavedModel (what a user gets) then translates
+multi30k-test2016 in full and the first `--test_sentences` sentences of newstest2015-2018 and
+FLORES-200 devtest; BLEU and chrF come from sacrebleu, with the share of outputs that reached
+the length bound (runaway repetition). A source-blind model (`--set source_blind=true`) sees
+zeros in place of the encoder output and is given the real sources at test time, so its output
+bound is the same.
+
+`--screen` scores nothing but training loss (no validation, no test sets), for choosing the
+recipe's values. Writes docs/results/translator_<name>.json and, for full runs, a PNG of
+validation BLEU/chrF against training time (docs/results/translator_<name>.png).
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import logging  # noqa: E402
+
+from bytenet_tf import inference, scoring  # noqa: E402
+from bytenet_tf.training import evaluation, trainer  # noqa: E402
+from bytenet_tf.training.config import TrainConfig  # noqa: E402
+from experiments.common import RESULTS, RUNS, read_metrics, write_pairs, write_results  # noqa: E402
+from pipelines import datasets, text  # noqa: E402
+from shared_data import deen  # noqa: E402
+
+TEST_SETS = ("multi30k-test2016", "newstest2015", "newstest2016", "newstest2017",
+             "newstest2018", "flores200-devtest")
+VALID_PAIRS = 500
+SPLIT_SEED = 13
+
+
+def _lines(path):
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    return lines[:-1] if lines and lines[-1] == b"" else lines
+
+
+def held_out_split(folder):
+    """Writes train.{de,en} less `VALID_PAIRS` random pairs, and those pairs as valid.{de,en}.
+
+    Returns `(train_de, train_en, valid_de, valid_en, counts)`: paths and the held-out count
+    per origin (train.origin).
+    """
+    sources, targets, origins = (_lines(deen(f"train.{suffix}")) for suffix in ("de", "en", "origin"))
+    if not len(sources) == len(targets) == len(origins):
+        raise ValueError(f"train.de/en/origin have {len(sources)}/{len(targets)}/{len(origins)} "
+                         "lines; they must be aligned.")
+    held = set(random.Random(SPLIT_SEED).sample(range(len(sources)), VALID_PAIRS))
+    keep = [i for i in range(len(sources)) if i not in held]
+    held = sorted(held)
+    train = write_pairs(os.path.join(folder, "train"), [sources[i] for i in keep],
+                        [targets[i] for i in keep])
+    valid = write_pairs(os.path.join(folder, "valid"), [sources[i] for i in held],
+                        [targets[i] for i in held])
+    counts = {}
+    for i in held:
+        name = origins[i].decode()
+        counts[name] = counts.get(name, 0) + 1
+    return (*train, *valid, counts)
+
+
+def _parse_overrides(pairs):
+    fields = {field.name: field for field in dataclasses.fields(TrainConfig)}
+    overrides = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in fields or key == "data":
+            raise SystemExit(f"--set {pair}: {key!r} is not a TrainConfig field.")
+        kind = fields[key].type
+        overrides[key] = (value.lower() in ("1", "true", "yes")) if kind is bool else kind(value)
+    return overrides
+
+
+def score_test_sets(export_path, model_config, test_sentences):
+    """Translates every test set with the SavedModel; BLEU, chrF, bound share and 5 examples."""
+    signature, _ = inference.load_saved_model(export_path)
+    translate_fn = inference.as_translate_fn(signature)
+
+    def bound(source):
+        from bytenet_tf import decoding
+        return decoding.output_bound(len(source), model_config["unfold_a"],
+                                     model_config["unfold_b"], model_config["max_length"])
+
+    scores = {}
+    for test_set in TEST_SETS:
+        sources, references, _ = text.read_parallel_lines(deen(f"{test_set}.de"),
+                                                          deen(f"{test_set}.en"))
+        if test_sentences and not test_set.startswith("multi30k"):
+            sources, references = sources[:test_sentences], references[:test_sentences]
+        started = time.time()
+        hypotheses = inference.translate_batches(translate_fn, sources, batch_size=64)
+        result = scoring.score(hypotheses, references)
+        result.update(reached_bound=evaluation.reached_bound(sources, hypotheses, bound),
+                      decode_seconds=time.time() - started, examples=[
+                          {"source": s.decode("utf-8", "replace"),
+                           "hypothesis": h.decode("utf-8", "replace"),
+                           "reference": r.decode("utf-8", "replace")}
+                          for s, h, r in list(zip(sources, hypotheses, references))[:5]])
+        scores[test_set] = result
+        print(f"{test_set} ({len(sources)} sentences): BLEU {result['bleu']:.2f} chrF "
+              f"{result['chrf']:.2f}, reached the bound {result['reached_bound']:.3f}", flush=True)
+    return scores
+
+
+def plot_curve(name, curve, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    valid = [row for row in curve if "valid_bleu" in row]
+    train = [row for row in curve if "loss" in row and "train_seconds" in row]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    if train:
+        left.plot([row["train_seconds"] / 60 for row in train], [row["loss"] for row in train])
+    left.set(xlabel="training minutes", ylabel="train loss (nats/byte)", title=name)
+    # Validation rows carry the step, not the time: place them at the nearest logged time.
+    times = {row["step"]: row["train_seconds"] for row in train}
+    for key, label in (("valid_bleu", "BLEU"), ("valid_chrf", "chrF")):
+        points = [(times.get(row["step"]), row[key]) for row in valid]
+        points = [(t / 60, v) for t, v in points if t is not None]
+        if points:
+            right.plot(*zip(*points), marker="o", label=label)
+    right.set(xlabel="training minutes", ylabel="validation score (held-out train pairs)")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=30)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a TrainConfig field to override, e.g. model=bytenet_small")
+    parser.add_argument("--test_sentences", type=int, default=500,
+                        help="sentences of each newstest and FLORES set (0: all); "
+                             "multi30k-test2016 is always scored in full")
+    parser.add_argument("--screen", action="store_true",
+                        help="train only: no validation, selection, beam tuning or test sets")
+    args = parser.parse_args()
+    logging.set_verbosity(logging.INFO)
+    data_dir = os.path.join(RUNS, "translator", "data")
+    train_de, train_en, valid_de, valid_en, held_out = held_out_split(data_dir)
+    overrides = _parse_overrides(args.set)
+    if args.screen:
+        overrides = dict(dict(eval_every=0, valid_size=1, select_by="last", average_last=0,
+                              beam_size=1, export=False), **overrides)
+    model_dir = os.path.join(RUNS, "translator", args.name)
+    if os.path.exists(model_dir):
+        raise SystemExit(f"{model_dir} exists; remove it or choose another --name (this script "
+                         "reports fresh runs only).")
+    data = datasets.DataSpec(dataset="text", source_file=train_de, target_file=train_en,
+                             valid_source_file=valid_de, valid_target_file=valid_en)
+    config = TrainConfig(data=data, model_dir=model_dir, export_dir=os.path.join(model_dir, "export"),
+                         time_budget_seconds=60 * args.minutes, seed=args.seed, progress=False,
+                         **overrides)
+    started = time.time()
+    results = trainer.train_and_evaluate(config)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        effective = json.load(f)
+    curve = read_metrics(model_dir)
+    tests = None
+    if not args.screen:
+        tests = score_test_sets(results["export_path"], effective["model_config"],
+                                args.test_sentences)
+        plot_curve(args.name, curve, os.path.join(RESULTS, f"translator_{args.name}.png"))
+    command = (f"python experiments/translator.py --minutes={args.minutes:g} --name={args.name}"
+               + "".join(f" --set {pair}" for pair in args.set)
+               + (f" --seed={args.seed}" if args.seed else "") + (" --screen" if args.screen else "")
+               + (f" --test_sentences={args.test_sentences}" if args.test_sentences != 500 else ""))
+    last = [row["loss"] for row in curve if "loss" in row][-10:]
+    path = write_results(f"translator_{args.name}", {
+        "command": command, "minutes": args.minutes, "seed": args.seed, "overrides": overrides,
+        "held_out_validation": held_out, "steps": results["step"],
+        "train_loss_last_10_logs": sum(last) / max(len(last), 1),
+        "effective_config": {key: value for key, value in effective.items()
+                             if key not in ("data",)},
+        "results": results, "test": tests, "curve": curve,
+        "wall_seconds": time.time() - started})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
