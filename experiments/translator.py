@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
 
 from bytenet_tf import inference, scoring  # noqa: E402
@@ -120,6 +121,40 @@ def score_test_sets(export_path, model_config, test_sentences):
     return scores
 
 
+def exported_weights(model_dir, results, model_config):
+    """Rebuilds the exported model in Keras from its checkpoints (as `results["selection"]`
+    chose it), to decode it in other ways than the SavedModel does."""
+    from bytenet_tf import zoo
+    config = {k: v for k, v in model_config.items() if k not in ("name", "trainable", "dtype")}
+    model = zoo.build_model("bytenet_selu", **config)  # every constructor argument is given
+    model({"source": tf.constant([[65, 2]]), "target": tf.constant([[1, 66]])})
+    selection = results["selection"]
+    chosen = selection["chosen"]
+    if chosen.startswith("average_last"):
+        trainer.average_checkpoints(model, [os.path.join(model_dir, name) for name in
+                                            selection["candidates"][chosen]["checkpoints"]])
+    elif chosen == "best_validated":
+        with open(os.path.join(model_dir, "best", "best.json")) as f:
+            trainer.restore_model(model, json.load(f)["path"])
+    else:
+        trainer.restore_model(model, tf.train.latest_checkpoint(model_dir))
+    return model
+
+
+def greedy_scores(model, test_set):
+    """Greedy decoding of the exported weights on a whole test set: the 'before' of beam search."""
+    translator = inference.Translator(model)
+    sources, references, _ = text.read_parallel_lines(deen(f"{test_set}.de"),
+                                                      deen(f"{test_set}.en"))
+    hypotheses = inference.translate_batches(translator, sources, batch_size=64)
+    result = scoring.score(hypotheses, references)
+    result["reached_bound"] = evaluation.reached_bound(sources, hypotheses,
+                                                       translator.output_bound)
+    print(f"{test_set}, greedy: BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}, reached "
+          f"the bound {result['reached_bound']:.3f}", flush=True)
+    return result
+
+
 def plot_curve(name, curve, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -180,10 +215,12 @@ def main():
     with open(os.path.join(model_dir, "config.json")) as f:
         effective = json.load(f)
     curve = read_metrics(model_dir)
-    tests = None
+    tests = greedy = None
     if not args.screen:
         tests = score_test_sets(results["export_path"], effective["model_config"],
                                 args.test_sentences)
+        greedy = {"multi30k-test2016": greedy_scores(
+            exported_weights(model_dir, results, effective["model_config"]), "multi30k-test2016")}
         plot_curve(args.name, curve, os.path.join(RESULTS, f"translator_{args.name}.png"))
     command = (f"python experiments/translator.py --minutes={args.minutes:g} --name={args.name}"
                + "".join(f" --set {pair}" for pair in args.set)
@@ -196,7 +233,7 @@ def main():
         "train_loss_last_10_logs": sum(last) / max(len(last), 1),
         "effective_config": {key: value for key, value in effective.items()
                              if key not in ("data",)},
-        "results": results, "test": tests, "curve": curve,
+        "results": results, "test": tests, "test_greedy_same_weights": greedy, "curve": curve,
         "wall_seconds": time.time() - started})
     print(f"wrote {path}")
 

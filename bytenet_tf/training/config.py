@@ -76,7 +76,8 @@ class TrainConfig:
                              "training length filter unless `train_max_length` is set. "
                              "Default: the model's (500).")
     train_max_length: int = option(None, "Longest training pair in bytes, EOS included; longer "
-                                   "pairs are dropped and counted. Default: `max_length`.")
+                                   "pairs are dropped and counted. At most `max_length`, which is "
+                                   "the default.")
     batch_size: int = option(None, "Global batch size in sentence pairs.")
     tokens_per_batch: int = option(None, "Global token budget per batch; 0 uses batch_size.")
     bucketing: bool = option(True, "Batch pairs of similar length together (less padding).")
@@ -122,7 +123,8 @@ class TrainConfig:
     beam_size: int = option(None, "Beam size of the exported model; 1 for greedy.")
     length_penalty: float = option(None, "Beam search length-normalization exponent of the "
                                    "export. Unset with beam_size > 1: tuned on the validation "
-                                   "set over LENGTH_PENALTY_GRID and written to config.json.")
+                                   "set over " + ", ".join(map(str, LENGTH_PENALTY_GRID))
+                                   + " and written to config.json.")
     export: bool = option(True, "Export a SavedModel at the end.")
     progress: bool = option(True, "Show progress bars.")
     jit_compile_decode: bool = option(False, "Compile the exported decoding loop with XLA.")
@@ -149,7 +151,7 @@ def resolve(config):
         if value is None:
             values[key] = preset.get(key, DEFAULTS.get(key, model_defaults.get(key)))
     run_name = f"{values['model']}_{config.data.dataset}"
-    if values["train_max_length"] is None:
+    if values["train_max_length"] is None or values["train_max_length"] > values["max_length"]:
         values["train_max_length"] = values["max_length"]
     values["model_dir"] = values["model_dir"] or os.path.join("runs", run_name)
     values["export_dir"] = values["export_dir"] or os.path.join("saved_models", run_name)

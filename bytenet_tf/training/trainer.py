@@ -310,7 +310,8 @@ def _train_loop(config, model, optimizer, step, clock, train_step, data, manager
 def _validate_and_log(config, translate_fn, writer, current):
     results = evaluation.validation_scores(config, translate_fn)
     _summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
-                                 "valid_exact_match": results["exact_match"]},
+                                 "valid_exact_match": results["exact_match"],
+                                 "valid_reached_bound": results.get("reached_bound", 0.0)},
                os.path.join(config.model_dir, "metrics.jsonl"))
     logging.info("Step %d validation: BLEU %.2f, chrF %.2f, exact match %.4f on %d sentences%s",
                  current, results["bleu"], results["chrf"], results["exact_match"],
@@ -421,15 +422,17 @@ def _select_weights(config, model, translate_fn, manager, best, last_scores):
     return {"chosen": chosen, "metric": metric, "candidates": candidates}
 
 
-def tune_length_penalty(config, model, grid=LENGTH_PENALTY_GRID):
+def tune_length_penalty(config, model, grid=None):
     """Beam search's length-normalization exponent that scores best on the validation set.
+
+    Tries each value of `grid` (default `config.LENGTH_PENALTY_GRID`) with `config.beam_size`.
 
     Returns:
         `(best_alpha, {alpha: {bleu, chrf, reached_bound}})`.
     """
     metric = _metric(config)
     results = {}
-    for alpha in grid:
+    for alpha in grid or LENGTH_PENALTY_GRID:
         translator = inference.Translator(model, beam_size=config.beam_size, length_alpha=alpha)
         scores = evaluation.validation_scores(config, translator)
         results[alpha] = {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
@@ -603,7 +606,7 @@ def _finish(config, model, translate_fn, manager, best, writer, results, validat
         results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
             config, translate_fn)
     alpha, tried = config.length_penalty, None
-    if config.beam_size > 1 and alpha is None:
+    if config.beam_size > 1 and alpha is None and config.export:
         alpha, tried = tune_length_penalty(config, model)
     alpha = 0.6 if alpha is None else alpha
     results["length_penalty"] = {"value": alpha, "tuned_on_validation": tried}

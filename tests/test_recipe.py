@@ -1,0 +1,234 @@
+"""The text recipe's machinery: budget schedule, time across resumes, checkpoint averaging,
+selection, length-penalty tuning, the length-bound measurement, the source-blind baseline and
+the precision probe."""
+
+import json
+import math
+import os
+from unittest import mock
+
+import numpy as np
+import tensorflow as tf
+
+from bytenet_tf import decoding, inference, zoo
+from bytenet_tf.training import config as config_lib
+from bytenet_tf.training import devices, evaluation, trainer
+from bytenet_tf.training.config import TrainConfig, resolve
+from bytenet_tf.training.schedule import WarmupCosineDecay
+from pipelines import datasets
+from tests.conftest import synthetic_lines
+
+TINY = dict(hidden_size=16, num_stacks=1, batch_size=8, max_length=64, warmup_steps=2,
+            log_every=2, valid_size=6, progress=False, precision="float32", seed=0)
+
+
+def _text_files(folder, count=40):
+    """Synthetic line-aligned files (no empty side), for runs that need the text preset."""
+    sources = [line or b"x" for line in synthetic_lines(count, seed=3, max_bytes=30)]
+    targets = [line or b"y" for line in synthetic_lines(count, seed=4, max_bytes=30)]
+    paths = os.path.join(folder, "s.txt"), os.path.join(folder, "t.txt")
+    for path, lines in zip(paths, (sources, targets)):
+        with open(path, "wb") as f:
+            f.write(b"".join(line.replace(b"\n", b" ") + b"\n" for line in lines))
+    return datasets.DataSpec(dataset="text", source_file=paths[0], target_file=paths[1],
+                             valid_source_file=paths[0], valid_target_file=paths[1])
+
+
+class CosineScheduleTest(tf.test.TestCase):
+
+    def test_warmup_then_decay_to_the_floor_by_budget_progress(self):
+        progress = tf.Variable(0.0)
+        schedule = WarmupCosineDecay(1e-3, warmup_steps=10, total_steps=10 ** 6, floor=0.1,
+                                     progress=progress)
+        self.assertAllClose(schedule(4), 1e-3 * 5 / 10)  # step counted from 1
+        self.assertAllClose(schedule(50), 1e-3, rtol=1e-4)  # no time spent: the peak
+        progress.assign(0.5)
+        self.assertAllClose(schedule(50), 1e-3 * (0.1 + 0.9 * 0.5))
+        progress.assign(1.0)
+        self.assertAllClose(schedule(50), 1e-4)
+
+    def test_without_progress_the_steps_decide(self):
+        schedule = WarmupCosineDecay(2.0, warmup_steps=1, total_steps=100, floor=0.0)
+        self.assertAllClose(schedule(49), 1.0, atol=1e-6)  # step 50 of 100: half way
+        self.assertAllClose(schedule(99), 0.0, atol=1e-6)
+        self.assertAllClose(schedule(500), 0.0, atol=1e-6)  # past the end: stays at the floor
+
+    def test_bad_arguments_name_their_values(self):
+        with self.assertRaisesRegex(ValueError, "floor=1.5"):
+            WarmupCosineDecay(1e-3, 10, 100, floor=1.5)
+
+
+class TextPresetTest(tf.test.TestCase):
+
+    def test_text_preset_is_the_recipe_and_flags_still_win(self):
+        data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
+        resolved = resolve(TrainConfig(data=data))
+        self.assertEqual(resolved.model, "bytenet_selu")
+        self.assertEqual(resolved.schedule, "cosine")
+        self.assertEqual(resolved.time_budget_seconds, 7200.0)
+        self.assertEqual(resolved.train_max_length, 200)
+        self.assertEqual(resolved.max_length, 500)  # serving still takes 500-byte sources
+        self.assertEqual((resolved.select_by, resolved.average_last, resolved.beam_size),
+                         ("chrf", 5, 4))
+        mine = resolve(TrainConfig(data=data, schedule="rsqrt", time_budget_seconds=0,
+                                   model="bytenet_small", max_length=100))
+        self.assertEqual((mine.schedule, mine.time_budget_seconds, mine.model),
+                         ("rsqrt", 0, "bytenet_small"))
+        self.assertEqual(mine.train_max_length, 100)  # never longer than max_length
+
+    def test_other_datasets_keep_their_behaviour(self):
+        resolved = resolve(TrainConfig())
+        self.assertEqual((resolved.model, resolved.schedule, resolved.time_budget_seconds,
+                          resolved.select_by, resolved.beam_size),
+                         ("bytenet_selu", "rsqrt", 0.0, "last", 1))
+
+    def test_bad_values_are_named(self):
+        for field, value in (("learning_rate_floor", 2.0), ("length_penalty", -1.0),
+                             ("time_budget_seconds", -5.0), ("average_last", -1)):
+            with self.assertRaisesRegex(ValueError, f"{field}={value}"):
+                resolve(TrainConfig(**{field: value}))
+
+
+class BoundTest(tf.test.TestCase):
+
+    def test_python_bound_equals_the_decoder_bound(self):
+        model = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, max_length=20)
+        sources = [b"", b"a", b"abc", b"x" * 18, b"y" * 19, b"z" * 40]
+        ids = inference.source_ids(tf.constant(sources), model.max_length)
+        limits = decoding.output_limits(model, ids).numpy()
+        for source, limit in zip(sources, limits):
+            self.assertEqual(decoding.output_bound(len(source), model.unfold_a, model.unfold_b,
+                                                   model.max_length), limit, msg=source)
+
+    def test_untrained_model_runs_to_the_bound_and_is_counted(self):
+        # An untrained model almost never emits EOS, so every output should stop at its bound.
+        model = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, max_length=40)
+        translator = inference.Translator(model)
+        sources = [line or b"q" for line in synthetic_lines(12, seed=7, max_bytes=30)]
+        outputs = translator(sources)
+        at_bound = [len(o) == translator.output_bound(s) for s, o in zip(sources, outputs)]
+        share = evaluation.reached_bound(sources, outputs, translator.output_bound)
+        self.assertAlmostEqual(share, sum(at_bound) / len(sources))
+        self.assertGreater(share, 0.5)
+        self.assertEqual(evaluation.reached_bound([b"ab"], [b"a"], lambda s: 5), 0.0)
+        self.assertEqual(evaluation.reached_bound([b"ab"], [b"abcde"], lambda s: 5), 1.0)
+
+
+class SourceBlindTest(tf.test.TestCase):
+
+    def test_blind_model_ignores_the_source_but_trains_its_decoder(self):
+        model = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, source_blind=True,
+                                seed=1)
+        target = tf.constant([[1, 70, 71, 72]])
+        a = model({"source": tf.constant([[65, 66, 2]]), "target": target})
+        b = model({"source": tf.constant([[90, 91, 92, 93, 2]]), "target": target})
+        self.assertAllClose(a, b)
+        seeing = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, seed=1)
+        c = seeing({"source": tf.constant([[65, 66, 2]]), "target": target})
+        d = seeing({"source": tf.constant([[90, 91, 92, 93, 2]]), "target": target})
+        self.assertNotAllClose(c, d)
+        self.assertTrue(zoo.build_model("bytenet_selu", **{
+            k: v for k, v in model.get_config().items()
+            if k in ("hidden_size", "num_stacks", "source_blind")}).source_blind)
+
+
+class AverageAndSelectTest(tf.test.TestCase):
+
+    def test_average_of_checkpoints_is_the_mean_of_each_variable(self):
+        model = zoo.build_model("bytenet_small", hidden_size=8, num_stacks=1)
+        model({"source": tf.constant([[65, 2]]), "target": tf.constant([[1, 66]])})
+        variables = trainer.model_variables(model)
+        paths, draws = [], []
+        for index in range(3):
+            values = [np.random.default_rng(index).normal(size=v.shape).astype("float32")
+                      for v in variables.values()]
+            for variable, value in zip(variables.values(), values):
+                variable.assign(value)
+            draws.append(values)
+            paths.append(tf.train.Checkpoint(model_variables=variables).write(
+                os.path.join(self.get_temp_dir(), f"c{index}")))
+        trainer.average_checkpoints(model, paths)
+        for position, variable in enumerate(variables.values()):
+            self.assertAllClose(variable.numpy(), np.mean([d[position] for d in draws], axis=0),
+                                atol=1e-6)
+
+    def test_text_run_selects_the_best_candidate_and_records_the_tuned_penalty(self):
+        model_dir = self.get_temp_dir() + "/select"
+        config = TrainConfig(data=_text_files(self.get_temp_dir()), model_dir=model_dir,
+                             export_dir=model_dir + "/export", train_steps=12, checkpoint_every=3,
+                             eval_every=3, beam_size=2, learning_rate=3e-3,
+                             **dict(TINY, max_length=40))
+        with mock.patch.object(config_lib, "LENGTH_PENALTY_GRID", (0.0, 1.0)), \
+                mock.patch.object(trainer, "LENGTH_PENALTY_GRID", (0.0, 1.0)):
+            results = trainer.train_and_evaluate(config)
+        selection = results["selection"]
+        self.assertEqual(selection["metric"], "chrf")
+        self.assertIn("average_last_4", selection["candidates"])
+        self.assertEqual(selection["candidates"]["average_last_4"]["checkpoints"],
+                         ["ckpt-3", "ckpt-6", "ckpt-9", "ckpt-12"])
+        scores = {name: c["chrf"] for name, c in selection["candidates"].items()}
+        self.assertEqual(selection["chosen"], max(scores, key=scores.get))
+        # The exported weights are the chosen ones: their validation is the chosen score.
+        self.assertAlmostEqual(results["valid"]["chrf"], scores[selection["chosen"]], places=3)
+        tried = results["length_penalty"]["tuned_on_validation"]
+        self.assertEqual(sorted(tried), [0.0, 1.0])
+        best = max(tried, key=lambda alpha: tried[alpha]["chrf"])
+        self.assertEqual(results["length_penalty"]["value"], best)
+        with open(os.path.join(model_dir, "config.json")) as f:
+            stored = json.load(f)
+        self.assertEqual(stored["effective_length_penalty"], best)
+        self.assertEqual(stored["exported_weights"], selection["chosen"])
+        with open(os.path.join(model_dir, "best", "best.json")) as f:
+            self.assertIn(json.load(f)["step"], (3, 6, 9, 12))
+
+
+class TimeBudgetTest(tf.test.TestCase):
+
+    def test_training_time_is_checkpointed_and_a_resumed_run_honours_the_budget(self):
+        model_dir = self.get_temp_dir() + "/budget"
+        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                    model_dir=model_dir, export=False, checkpoint_every=2, **TINY)
+        first = trainer.train_and_evaluate(TrainConfig(train_steps=4, **base))
+        reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+        seconds = float(reader.get_tensor("train_seconds/.ATTRIBUTES/VARIABLE_VALUE"))
+        self.assertGreater(seconds, 0.0)
+        self.assertAlmostEqual(first["total_train_seconds"], seconds, delta=1.0)
+        # A budget smaller than the time already spent: the rerun trains no more.
+        again = trainer.train_and_evaluate(TrainConfig(
+            train_steps=100, time_budget_seconds=seconds / 2, **base))
+        self.assertEqual(again["step"], 4)
+        self.assertIsNone(again["train_loss"])
+        # A larger budget continues, and the time keeps adding up.
+        more = trainer.train_and_evaluate(TrainConfig(train_steps=6, time_budget_seconds=1e6,
+                                                      **base))
+        self.assertEqual(more["step"], 6)
+        self.assertGreater(more["total_train_seconds"], seconds)
+
+    def test_cosine_schedule_follows_the_budget_in_the_trainer(self):
+        config = resolve(TrainConfig(schedule="cosine", learning_rate=1.0, warmup_steps=1,
+                                     learning_rate_floor=0.0, train_steps=10 ** 6,
+                                     time_budget_seconds=100.0))
+        clock = trainer._Clock(config.time_budget_seconds)
+        schedule = trainer.make_schedule(config, clock.progress)
+        clock.seconds.assign(50.0)
+        clock.start()
+        self.assertAllClose(schedule(10), 0.5, atol=1e-3)
+
+
+class PrecisionProbeTest(tf.test.TestCase):
+
+    def test_auto_uses_bfloat16_only_where_it_measures_faster(self):
+        with mock.patch.object(devices, "cpu_has_native_bfloat16", return_value=False):
+            self.assertEqual(devices.resolve_precision("auto", gpus=[], tpu=False)[0], "float32")
+        with mock.patch.object(devices, "cpu_has_native_bfloat16", return_value=True):
+            with mock.patch.object(devices, "cpu_bfloat16_speedup", return_value=0.56):
+                policy, reason = devices.resolve_precision("auto", gpus=[], tpu=False)
+                self.assertEqual(policy, "float32")
+                self.assertIn("0.56x", reason)
+            with mock.patch.object(devices, "cpu_bfloat16_speedup", return_value=1.6):
+                self.assertEqual(devices.resolve_precision("auto", gpus=[], tpu=False)[0],
+                                 "mixed_bfloat16")
+
+    def test_speedup_is_a_positive_ratio(self):
+        speedup = devices.cpu_bfloat16_speedup()
+        self.assertTrue(math.isfinite(speedup) and speedup > 0)
