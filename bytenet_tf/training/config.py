@@ -32,7 +32,7 @@ PRESETS = {
     # The translation recipe: what a 2-core CPU trains best in two hours on a corpus like
     # ../shared/data/deen/train (docs/results.md, issue 13, names the runs behind each value).
     "text": dict(time_budget_seconds=7200.0, train_steps=1_000_000, schedule="cosine",
-                 learning_rate=1e-3, warmup_steps=200, batch_size=32, train_max_length=200,
+                 learning_rate=2e-3, warmup_steps=200, batch_size=32, train_max_length=200,
                  checkpoint_every=200, eval_every=400, valid_size=200, average_last=5,
                  select_by="chrf", beam_size=4, log_every=50),
 }
