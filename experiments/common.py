@@ -8,6 +8,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "docs", "results")
 RUNS = os.path.join(ROOT, "runs", "experiments")
 
+# The training settings that `dataset=text` had before it got the recipe preset (issue 13):
+# the earlier experiments pass them, so that their recorded commands still mean what they did.
+BEFORE_TEXT_PRESET = dict(schedule="rsqrt", select_by="last", average_last=0, beam_size=1,
+                          train_max_length=500)
+
 
 def commit():
     """The current commit, with `+dirty` when tracked files outside docs/ have changed.

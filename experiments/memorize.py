@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
 from experiments import common  # noqa: E402
-from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from experiments.common import BEFORE_TEXT_PRESET, RUNS, read_metrics, write_results  # noqa: E402
 from shared_data import deen  # noqa: E402
 from pipelines import datasets  # noqa: E402
 from pipelines.text import read_parallel_lines  # noqa: E402
@@ -63,7 +63,7 @@ def main():
         model_dir = os.path.join(RUNS, "memorize", label)
         config = TrainConfig(
             model=model, data=data, model_dir=model_dir, export=False, batch_size=BATCH,
-            train_steps=1_000_000, schedule="rsqrt", select_by="last", average_last=0,
+            train_steps=1_000_000, **BEFORE_TEXT_PRESET,
         time_budget_seconds=60 * args.minutes, learning_rate=1e-3,
             warmup_steps=50, decay_learning_rate=False, eval_every=5 * PAIRS // BATCH,
             valid_size=PAIRS, log_every=PAIRS // BATCH, checkpoint_every=1_000_000,

@@ -22,7 +22,7 @@ from absl import logging  # noqa: E402
 from bytenet_tf import inference, scoring  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from experiments.common import BEFORE_TEXT_PRESET, RUNS, read_metrics, write_results  # noqa: E402
 from shared_data import deen  # noqa: E402
 from pipelines import datasets, text  # noqa: E402
 
@@ -48,7 +48,7 @@ def main():
                              valid_target_file=deen("dev.en"))
     config = TrainConfig(model=args.model, data=data, model_dir=model_dir,
                          export_dir=os.path.join(model_dir, "export"), batch_size=args.batch_size,
-                         train_steps=1_000_000, schedule="rsqrt", select_by="last", average_last=0,
+                         train_steps=1_000_000, shuffle_buffer=10000, **BEFORE_TEXT_PRESET,
         time_budget_seconds=60 * args.minutes,
                          learning_rate=args.learning_rate, warmup_steps=200, eval_every=400,
                          valid_size=100, checkpoint_every=200, precision=args.precision,

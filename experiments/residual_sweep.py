@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from experiments.common import BEFORE_TEXT_PRESET, RUNS, read_metrics, write_results  # noqa: E402
 from experiments.memorize import write_pairs  # noqa: E402
 from pipelines import datasets  # noqa: E402
 
@@ -70,7 +70,7 @@ def run(setting, seed, minutes, data, eval_epochs):
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
     base = dict(
         model="bytenet_selu", data=data, model_dir=model_dir, export=False, batch_size=BATCH,
-        train_steps=1_000_000, schedule="rsqrt", select_by="last", average_last=0,
+        train_steps=1_000_000, **BEFORE_TEXT_PRESET,
         time_budget_seconds=60 * minutes, learning_rate=1e-3,
         warmup_steps=50, decay_learning_rate=True, dropout_rate=None,
         eval_every=eval_epochs * math.ceil(PAIRS / BATCH),

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bytenet_tf import analysis, zoo  # noqa: E402
 from bytenet_tf.training import trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import RUNS, write_results  # noqa: E402
+from experiments.common import BEFORE_TEXT_PRESET, RUNS, write_results  # noqa: E402
 from experiments.depth_statistics import batch  # noqa: E402
 from experiments.memorize import write_pairs  # noqa: E402
 from pipelines import datasets  # noqa: E402
@@ -48,12 +48,12 @@ def scaled_build(scale, initial):
     build = trainer._build
 
     def _build(config, policy, ops_policy):
-        model, optimizer, step = build(config, policy, ops_policy)
+        model, optimizer, step, *rest = build(config, policy, ops_policy)
         for embedding in (model.source_embedding, model.target_embedding):
             embedding.embeddings.assign(embedding.embeddings * scale)
         initial["kernels"] = analysis.kernel_values(model)
         initial["statistics"] = analysis.unit_statistics(model, *initial["batch"])
-        return model, optimizer, step
+        return (model, optimizer, step, *rest)
 
     return _build
 
@@ -88,7 +88,8 @@ def run(scale, steps, seed, data, source_target):
             batch_size=BATCH, train_steps=steps, learning_rate=1e-3, warmup_steps=50,
             decay_learning_rate=True, eval_every=0, valid_size=PAIRS,
             log_every=math.ceil(PAIRS / BATCH), checkpoint_every=100_000,
-            shuffle_buffer=PAIRS, max_length=500, progress=False, seed=seed))
+            shuffle_buffer=PAIRS, max_length=500, progress=False, seed=seed,
+            **BEFORE_TEXT_PRESET))
     finally:
         trainer._build = original
     trained = zoo.build_model("bytenet_selu", seed=seed, max_length=500)

@@ -135,7 +135,8 @@ def exported_weights(model_dir, results, model_config):
                                             selection["candidates"][chosen]["checkpoints"]])
     elif chosen == "best_validated":
         with open(os.path.join(model_dir, "best", "best.json")) as f:
-            trainer.restore_model(model, json.load(f)["path"])
+            name = os.path.basename(json.load(f)["path"])
+        trainer.restore_model(model, os.path.join(model_dir, "best", name))
     else:
         trainer.restore_model(model, tf.train.latest_checkpoint(model_dir))
     return model

@@ -354,7 +354,10 @@ class _BestCheckpoint:
 
     @property
     def path(self):
-        return self.record["path"] if self.record else None
+        """The best checkpoint's path, found in `best/` even if the model_dir has moved."""
+        if not self.record:
+            return None
+        return os.path.join(self.directory, os.path.basename(self.record["path"]))
 
 
 def _weights(model):
