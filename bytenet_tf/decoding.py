@@ -20,6 +20,7 @@ can be wrapped in `tf.function(jit_compile=True)` and exported.
 
 import math
 
+import numpy as np
 import tensorflow as tf
 
 from bytenet_tf.vocabulary import BOS_ID, EOS_ID, PAD_ID
@@ -42,9 +43,12 @@ def output_bound(source_bytes, unfold_a, unfold_b, max_length, margin=DEFAULT_MA
 
     Serving truncates a source to `max_length - 1` bytes first. An output of this many bytes
     reached the bound: it stopped because it ran out of room, not because it emitted EOS.
+    The product is rounded in float32, as the decoder computes it: float32(1.2) * 25 is a
+    little above 30, so a 25-byte source gets 31 + margin, not 30 + margin.
     """
     source_bytes = min(source_bytes, max_length - 1)
-    return max(int(math.ceil(unfold_a * source_bytes + unfold_b)) + margin, 1)
+    unfolded = np.float32(unfold_a) * np.float32(source_bytes) + np.float32(unfold_b)
+    return max(int(math.ceil(unfolded)) + margin, 1)
 
 
 def _prepare(model, source, margin, max_output_length, capacity=None):

@@ -167,11 +167,15 @@ def plot_curve(name, curve, path):
     if train:
         left.plot([row["train_seconds"] / 60 for row in train], [row["loss"] for row in train])
     left.set(xlabel="training minutes", ylabel="train loss (nats/byte)", title=name)
-    # Validation rows carry the step, not the time: place them at the nearest logged time.
-    times = {row["step"]: row["train_seconds"] for row in train}
+    # Validation rows carry the step, not the time: place them at the last logged time at or
+    # before their step.
+    def minutes(step):
+        times = [row["train_seconds"] for row in train if row["step"] <= step]
+        return times[-1] / 60 if times else None
+
     for key, label in (("valid_bleu", "BLEU"), ("valid_chrf", "chrF")):
-        points = [(times.get(row["step"]), row[key]) for row in valid]
-        points = [(t / 60, v) for t, v in points if t is not None]
+        points = [(minutes(row["step"]), row[key]) for row in valid]
+        points = [(t, v) for t, v in points if t is not None]
         if points:
             right.plot(*zip(*points), marker="o", label=label)
     right.set(xlabel="training minutes", ylabel="validation score (held-out train pairs)")

@@ -406,7 +406,8 @@ class ConfigurationSourceTest(tf.test.TestCase):
         for name in names:
             self.assertIn(name, flags.FLAGS)
         self.assertEqual(flags.FLAGS["dataset"].default, "digits")
-        self.assertIn("Default: 32 (digits preset: 64).", flags.FLAGS["batch_size"].help)
+        self.assertIn("Default: 32 (digits preset: 64; text preset: 32).",
+                      flags.FLAGS["batch_size"].help)
         self.assertEqual(flags.FLAGS["ops_policy"].parser.enum_values,
                          ["auto", "reference", "cpu", "cpu_fused"])
 

@@ -533,6 +533,7 @@ def train_and_evaluate(config):
         TrainingDivergedError: the loss became NaN or infinite.
         ValueError: a bad option; the message names the `TrainConfig` field.
     """
+    budget_from_preset = config.time_budget_seconds is None
     config = resolve(config)
     strategy, strategy_description = devices.resolve_strategy(config.strategy)
     policy, reason = devices.resolve_precision(config.precision)
@@ -542,9 +543,16 @@ def train_and_evaluate(config):
     keras.utils.set_random_seed(config.seed)
     chief = devices.is_chief(strategy)
     if config.time_budget_seconds and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        raise ValueError("`time_budget_seconds` would stop workers at different steps and "
-                         "deadlock their all-reduce; use `train_steps` with "
-                         "strategy='multi_worker'.")
+        # Workers that stopped by their own clocks could stop at different steps and deadlock
+        # their all-reduce.
+        if not budget_from_preset:
+            raise ValueError("`time_budget_seconds` would stop workers at different steps and "
+                             "deadlock their all-reduce; use `train_steps` with "
+                             "strategy='multi_worker'.")
+        logging.warning("The %s preset's time budget (%g s) is off with strategy=multi_worker: "
+                        "training runs to train_steps=%d; set --train_steps.",
+                        config.data.dataset, config.time_budget_seconds, config.train_steps)
+        config = dataclasses.replace(config, time_budget_seconds=0.0)
     checkpoint_dir = config.model_dir if chief else os.path.join(
         config.model_dir, f"worker_{devices.worker_index()}")
     with strategy.scope():
