@@ -22,7 +22,7 @@ from experiments.common import ROOT, RESULTS  # noqa: E402
 DOCS = os.path.join(ROOT, "docs")
 # Residual sweep results files (experiment 6), and memorization-check labels (experiment 7).
 SWEEPS = ("residual_screen_3min", "residual_optimizer_3min", "residual_seeds_3min")
-CHECKS = ("default", "default_seed1", "w1")
+CHECKS = ("default", "default_seed1", "w1", "default_s7")
 THESIS_DIGITS = {"bytenet": "about 0.30", "bytenet_simplified": "0.25",
                  "bytenet_selu": "0.30-0.40"}
 
