@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
 
-from bytenet_tf import inference, scoring  # noqa: E402
+from bytenet_tf import decoding, inference, scoring  # noqa: E402
 from bytenet_tf.training import evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
 from experiments.common import RESULTS, RUNS, read_metrics, write_pairs, write_results  # noqa: E402
@@ -95,8 +95,7 @@ def score_test_sets(export_path, model_config, test_sentences):
     signature, _ = inference.load_saved_model(export_path)
     translate_fn = inference.as_translate_fn(signature)
 
-    def bound(source):
-        from bytenet_tf import decoding
+    def bound(source):  # the SavedModel has no Translator.output_bound: rebuild it
         return decoding.output_bound(len(source), model_config["unfold_a"],
                                      model_config["unfold_b"], model_config["max_length"])
 
@@ -147,10 +146,8 @@ def greedy_scores(model, test_set):
     translator = inference.Translator(model)
     sources, references, _ = text.read_parallel_lines(deen(f"{test_set}.de"),
                                                       deen(f"{test_set}.en"))
-    hypotheses = inference.translate_batches(translator, sources, batch_size=64)
-    result = scoring.score(hypotheses, references)
-    result["reached_bound"] = evaluation.reached_bound(sources, hypotheses,
-                                                       translator.output_bound)
+    # validate scores with sacrebleu and counts the outputs at the Translator's bound.
+    result, _ = evaluation.validate(translator, sources, references)
     print(f"{test_set}, greedy: BLEU {result['bleu']:.2f} chrF {result['chrf']:.2f}, reached "
           f"the bound {result['reached_bound']:.3f}", flush=True)
     return result
