@@ -101,6 +101,19 @@ class BoundTest(tf.test.TestCase):
             self.assertEqual(decoding.output_bound(len(source), model.unfold_a, model.unfold_b,
                                                    model.max_length), limit, msg=source)
 
+    def test_xla_capacity_rounds_like_the_decoder(self):
+        # The jit-compiled Translator sizes its output from `model.max_output_length`; for a
+        # longest source of 25 bytes (1.2 * 25 = 30 in float64) it must hold the decoder's 31 + 10.
+        model = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, max_length=26)
+        for length in range(0, 41):
+            self.assertEqual(model.max_output_length(length) + decoding.DEFAULT_MARGIN,
+                             decoding.output_bound(length, model.unfold_a, model.unfold_b, 100),
+                             msg=length)
+        self.assertEqual(model.max_output_length(25), 31)
+        translator = inference.Translator(model, jit_compile=True)
+        ids = inference.source_ids(tf.constant([b"v" * 25]), model.max_length)
+        self.assertEqual(translator.capacity, int(decoding.output_limits(model, ids)[0]))
+
     def test_untrained_model_runs_to_the_bound_and_is_counted(self):
         # An untrained model often runs to its bound (it rarely draws EOS among 259 ids); the
         # share counts exactly the outputs whose length is the decoder's bound.
