@@ -125,7 +125,9 @@ def exported_weights(model_dir, results, model_config):
     chose it), to decode it in other ways than the SavedModel does."""
     from bytenet_tf import zoo
     config = {k: v for k, v in model_config.items() if k not in ("name", "trainable", "dtype")}
-    model = zoo.build_model("bytenet_selu", **config)  # every constructor argument is given
+    # Every constructor argument is given; the zoo name also names the model, and so the
+    # variable paths that the checkpoint stores.
+    model = zoo.build_model(model_config["name"], **config)
     model({"source": tf.constant([[65, 2]]), "target": tf.constant([[1, 66]])})
     selection = results["selection"]
     chosen = selection["chosen"]
@@ -195,6 +197,9 @@ def main():
                              "multi30k-test2016 is always scored in full")
     parser.add_argument("--screen", action="store_true",
                         help="train only: no validation, selection, beam tuning or test sets")
+    parser.add_argument("--finish", action="store_true",
+                        help="score a run whose training finished (its results.json exists) but "
+                             "whose scoring stopped, without training again")
     args = parser.parse_args()
     logging.set_verbosity(logging.INFO)
     data_dir = os.path.join(RUNS, "translator", "data")
@@ -204,16 +209,23 @@ def main():
         overrides = dict(dict(eval_every=0, valid_size=1, select_by="last", average_last=0,
                               beam_size=1, export=False), **overrides)
     model_dir = os.path.join(RUNS, "translator", args.name)
-    if os.path.exists(model_dir):
+    finished = os.path.join(model_dir, "results.json")
+    if args.finish and not os.path.exists(finished):
+        raise SystemExit(f"--finish needs a finished run, and {finished} does not exist.")
+    if os.path.exists(model_dir) and not args.finish:
         raise SystemExit(f"{model_dir} exists; remove it or choose another --name (this script "
-                         "reports fresh runs only).")
+                         "reports fresh runs only; --finish scores a finished one).")
     data = datasets.DataSpec(dataset="text", source_file=train_de, target_file=train_en,
                              valid_source_file=valid_de, valid_target_file=valid_en)
     config = TrainConfig(data=data, model_dir=model_dir, export_dir=os.path.join(model_dir, "export"),
                          time_budget_seconds=60 * args.minutes, seed=args.seed, progress=False,
                          **overrides)
     started = time.time()
-    results = trainer.train_and_evaluate(config)
+    if args.finish:
+        with open(finished) as f:
+            results = json.load(f)
+    else:
+        results = trainer.train_and_evaluate(config)
     with open(os.path.join(model_dir, "config.json")) as f:
         effective = json.load(f)
     curve = read_metrics(model_dir)
@@ -236,7 +248,8 @@ def main():
         "effective_config": {key: value for key, value in effective.items()
                              if key not in ("data",)},
         "results": results, "test": tests, "test_greedy_same_weights": greedy, "curve": curve,
-        "wall_seconds": time.time() - started})
+        "wall_seconds": None if args.finish else time.time() - started,
+        "scored_by": command + " --finish" if args.finish else command})
     print(f"wrote {path}")
 
 
