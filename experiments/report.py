@@ -436,6 +436,107 @@ def translator_section(runs):
     return lines
 
 
+NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
+
+
+def fair_comparison_section(runs):
+    """Issue 12, part 4: bytenet_selu against bytenet_small at equal steps, dropout and seeds."""
+    fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=90)
+    lines = ["## 12. SELU against layer-norm ByteNet on real text, equal steps", "",
+             "`python experiments/translator.py` with the `text` preset changed only where the "
+             "comparison needs it: a fixed step count (`train_steps`, the cosine decay ends "
+             "there; the time budget is far from binding), the same dropout for both models "
+             "(0), the last weights exported and greedy decoding (no selection, averaging or "
+             "beam, so nothing but the training differs). Each model at its residual default: "
+             "`bytenet_selu` with w = 1/sqrt(15) (experiment 6), `bytenet_small` with the "
+             "paper's plain pre-norm sum (not swept). Same data, held-out split, learning rate "
+             "(2e-3), batch (32) and data order per seed for both. Validation: 200 held-out "
+             "pairs, greedy. Test: multi30k-test2016 in full and the first 100 sentences of "
+             "each news and FLORES set, greedy.", "",
+             "| run | model | seed | steps | train loss (last 10 logs) | validation BLEU / chrF "
+             "| multi30k-test2016 BLEU / chrF / bound | news + FLORES BLEU (mean of 5) "
+             "| target bytes/s (median) | command, commit |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    by_model = {}
+    for name, result in runs.items():
+        model = result["effective_config"]["model_config"]["name"]
+        test = result["test"]["multi30k-test2016"]
+        valid = result["results"]["valid"]
+        news = sum(result["test"][s]["bleu"] for s in NEWS_SETS) / len(NEWS_SETS)
+        rates = sorted(r["bytes_per_second"] for r in result["curve"] if "bytes_per_second" in r)
+        rate = rates[len(rates) // 2] if rates else float("nan")
+        by_model.setdefault(model, []).append(
+            (result["train_loss_last_10_logs"], valid["bleu"], test["bleu"], test["chrf"], rate))
+        lines.append(f"| {name} | {model} | {result['seed']} | {result['steps']} "
+                     f"| {result['train_loss_last_10_logs']:.3f} "
+                     f"| {valid['bleu']:.2f} / {valid['chrf']:.1f} "
+                     f"| {test['bleu']:.2f} / {test['chrf']:.1f} / {test['reached_bound']:.3f} "
+                     f"| {news:.2f} | {rate:.0f} | `{result['command']}`, `{result['commit']}` |")
+        color = "C0" if model == "bytenet_selu" else "C1"
+        style = "-" if result["seed"] == 0 else "--"
+        losses = [r for r in result["curve"] if "loss" in r]
+        bleus = [r for r in result["curve"] if "valid_bleu" in r]
+        ax_loss.plot([r["step"] for r in losses], ema([r["loss"] for r in losses]), color=color,
+                     ls=style, lw=0.9, label=f"{model} seed {result['seed']}")
+        ax_bleu.plot([r["step"] for r in bleus], [r["valid_bleu"] for r in bleus], color=color,
+                     ls=style, marker="o", label=f"{model} seed {result['seed']}")
+    ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)")
+    ax_bleu.set(xlabel="step", ylabel="validation BLEU (greedy, 200 held-out pairs)")
+    ax_bleu.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fair_comparison.png"))
+    plt.close(fig)
+    lines += ["", "| model | seeds | train loss | validation BLEU | multi30k-test2016 BLEU "
+              "| multi30k-test2016 chrF | target bytes/s |", "|---|---|---|---|---|---|---|"]
+    for model, rows in by_model.items():
+        means = [sum(column) / len(rows) for column in zip(*rows)]
+        spread = lambda i: f"{min(r[i] for r in rows):.2f}-{max(r[i] for r in rows):.2f}"  # noqa: E731
+        lines.append(f"| {model} | {len(rows)} | {means[0]:.3f} ({spread(0)}) "
+                     f"| {means[1]:.2f} ({spread(1)}) | {means[2]:.2f} ({spread(2)}) "
+                     f"| {means[3]:.1f} | {means[4]:.0f} |")
+    lines += ["", "Means over seeds, with the range in brackets.", "",
+              "![fair comparison](fair_comparison.png)"]
+    return lines
+
+
+def thesis_memorize_section(results):
+    """Issue 12, part 2: memorization nearer the thesis's scale (memorize.py with --pairs etc.)."""
+    fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
+    lines = ["## 13. Memorization nearer the thesis's scale", "",
+             "`python experiments/memorize.py` with the thesis's batch, learning rate and "
+             "precision, on as many pairs and steps as the budget allows. The thesis: all 3003 "
+             "pairs of newstest2014, batch 64, Adam 3e-4, float32, 4 GPUs, its own architecture, "
+             "5.6k-14k steps. Here: the first `pairs` pairs of newstest2013, batch 64, Adam 3e-4 "
+             "after 50 warm-up steps (constant), float32, dropout 0, the zoo's `bytenet_small` "
+             "(hidden 400, 3 stacks) with the normalization named, a wall-clock budget, scored "
+             "(greedy BLEU) on the same pairs.", "",
+             "| variant | pairs | batch | learning rate | minutes | steps | epochs | final train "
+             "loss | final BLEU / chrF | command, commit |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, result in results.items():
+        for label, run in result["runs"].items():
+            losses = [r for r in run["curve"] if "loss" in r]
+            bleus = [r for r in run["curve"] if "valid_bleu" in r]
+            epochs = lambda rows: [r["step"] * result["batch_size"] / result["pairs"] for r in rows]  # noqa: E731
+            final_loss = sum(r["loss"] for r in losses[-3:]) / max(len(losses[-3:]), 1)
+            lines.append(f"| {label} | {result['pairs']} | {result['batch_size']} "
+                         f"| {result['learning_rate']:g} | {result['minutes']:g} | {run['steps']} "
+                         f"| {run['steps'] * result['batch_size'] / result['pairs']:.1f} "
+                         f"| {final_loss:.3f} | {run['final_bleu']:.1f} / {run['final_chrf']:.1f} "
+                         f"| `{result['command']}`, `{result['commit']}` |")
+            ax_loss.plot(epochs(losses), ema([r["loss"] for r in losses]), label=label)
+            ax_bleu.plot(epochs(bleus), [r["valid_bleu"] for r in bleus], marker="o", label=label)
+    ax_loss.set(xlabel="epoch", ylabel="train cross-entropy (nats/byte, EMA 0.8)")
+    ax_bleu.set(xlabel="epoch", ylabel="BLEU on the training pairs")
+    ax_bleu.legend(title="normalization", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "memorize_thesis_scale.png"))
+    plt.close(fig)
+    lines += ["", "Final train loss: mean of the last three logs (one per epoch).", "",
+              "![memorization at the thesis's scale](memorize_thesis_scale.png)"]
+    return lines
+
+
 def load_memorize():
     """memorize.json, or the per-variant memorize_<variant>.json files merged."""
     merged = load("memorize")
@@ -484,9 +585,17 @@ def main():
     if screens:
         lines += [""] + recipe_screen_section(screens)
     recipes = {name: r for name, r in _translator_runs("").items()
-               if not name.startswith("screen") and r.get("test")}
+               if not name.startswith(("screen", "fair")) and r.get("test")}
     if recipes:
         lines += [""] + translator_section(recipes)
+    fair = _translator_runs("fair")
+    if fair:
+        lines += [""] + fair_comparison_section(fair)
+    thesis_scale = {name: load(name) for name in sorted(
+        f[:-len(".json")] for f in os.listdir(RESULTS)
+        if f.startswith("memorize_thesis_scale") and f.endswith(".json"))}
+    if thesis_scale:
+        lines += [""] + thesis_memorize_section(thesis_scale)
     notes = os.path.join(DOCS, "results_notes.md")
     if os.path.exists(notes):
         with open(notes) as f:
