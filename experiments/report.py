@@ -452,7 +452,9 @@ def fair_comparison_section(runs):
              "paper's plain pre-norm sum (not swept). Same data, held-out split, learning rate "
              "(2e-3), batch (32) and data order per seed for both. Validation: 200 held-out "
              "pairs, greedy. Test: multi30k-test2016 in full and the first 100 sentences of "
-             "each news and FLORES set, greedy.", "",
+             "each news and FLORES set, greedy. `(source-blind)`: the SELU run with the decoder "
+             "seeing zeros in place of the encoder output, given the real sources at test "
+             "time.", "",
              "| run | model | seed | steps | train loss (last 10 logs) | validation BLEU / chrF "
              "| multi30k-test2016 BLEU / chrF / bound | news + FLORES BLEU (mean of 5) "
              "| target bytes/s (median) | command, commit |",
@@ -460,6 +462,8 @@ def fair_comparison_section(runs):
     by_model = {}
     for name, result in runs.items():
         model = result["effective_config"]["model_config"]["name"]
+        if result["effective_config"]["model_config"].get("source_blind"):
+            model += " (source-blind)"
         test = result["test"]["multi30k-test2016"]
         valid = result["results"]["valid"]
         news = sum(result["test"][s]["bleu"] for s in NEWS_SETS) / len(NEWS_SETS)
@@ -472,7 +476,7 @@ def fair_comparison_section(runs):
                      f"| {valid['bleu']:.2f} / {valid['chrf']:.1f} "
                      f"| {test['bleu']:.2f} / {test['chrf']:.1f} / {test['reached_bound']:.3f} "
                      f"| {news:.2f} | {rate:.0f} | `{result['command']}`, `{result['commit']}` |")
-        color = "C0" if model == "bytenet_selu" else "C1"
+        color = {"bytenet_selu": "C0", "bytenet_small": "C1"}.get(model, "C2")
         style = "-" if result["seed"] == 0 else "--"
         losses = [r for r in result["curve"] if "loss" in r]
         bleus = [r for r in result["curve"] if "valid_bleu" in r]
