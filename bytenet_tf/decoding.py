@@ -38,17 +38,24 @@ def output_limits(model, source, margin=DEFAULT_MARGIN, max_output_length=None):
     return tf.maximum(limits, 1)
 
 
+def unfolded_length(source_bytes, unfold_a, unfold_b):
+    """`ceil(unfold_a * source_bytes + unfold_b)` in Python, rounded as `output_limits` rounds.
+
+    The product is taken in float32, as the decoder computes it: float32(1.2) * 25 is a little
+    above 30, so a 25-byte source unfolds to 31 bytes, not to the 30 of float64.
+    """
+    unfolded = np.float32(unfold_a) * np.float32(source_bytes) + np.float32(unfold_b)
+    return int(math.ceil(unfolded))
+
+
 def output_bound(source_bytes, unfold_a, unfold_b, max_length, margin=DEFAULT_MARGIN):
     """`output_limits` for one source of `source_bytes` bytes (no EOS), in Python.
 
     Serving truncates a source to `max_length - 1` bytes first. An output of this many bytes
     reached the bound: it stopped because it ran out of room, not because it emitted EOS.
-    The product is rounded in float32, as the decoder computes it: float32(1.2) * 25 is a
-    little above 30, so a 25-byte source gets 31 + margin, not 30 + margin.
     """
     source_bytes = min(source_bytes, max_length - 1)
-    unfolded = np.float32(unfold_a) * np.float32(source_bytes) + np.float32(unfold_b)
-    return max(int(math.ceil(unfolded)) + margin, 1)
+    return max(unfolded_length(source_bytes, unfold_a, unfold_b) + margin, 1)
 
 
 def _prepare(model, source, margin, max_output_length, capacity=None):

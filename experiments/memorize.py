@@ -104,11 +104,9 @@ def main():
     command = f"python experiments/memorize.py --minutes={args.minutes:g}"
     if args.variant:
         command += f" --variant={args.variant}"
-    for flag, value, default in (("pairs", pairs, PAIRS), ("batch", batch, BATCH),
-                                 ("learning_rate", args.learning_rate, 1e-3),
-                                 ("precision", args.precision, "auto"),
-                                 ("eval_epochs", args.eval_epochs, 5), ("name", args.name, None)):
-        if value != default:
+    for flag in ("pairs", "batch", "learning_rate", "precision", "eval_epochs", "name"):
+        value = getattr(args, flag)
+        if value != parser.get_default(flag):
             command += f" --{flag}={value:g}" if isinstance(value, float) else f" --{flag}={value}"
     name = args.name or (f"memorize_{args.variant}" if args.variant else "memorize")
     print(write_results(name, {

@@ -23,6 +23,8 @@ DOCS = os.path.join(ROOT, "docs")
 # Residual sweep results files (experiment 6), and memorization-check labels (experiment 7).
 SWEEPS = ("residual_screen_3min", "residual_optimizer_3min", "residual_seeds_3min")
 CHECKS = ("default", "default_seed1", "w1", "default_s7")
+# The news and FLORES test sets that experiments/translator.py scores beside multi30k-test2016.
+NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
 THESIS_DIGITS = {"bytenet": "about 0.30", "bytenet_simplified": "0.25",
                  "bytenet_selu": "0.30-0.40"}
 
@@ -351,11 +353,17 @@ def self_normalization_section(result):
     return lines
 
 
+def _results_named(prefix):
+    """docs/results/<prefix>*.json, by file name without `.json`, sorted."""
+    names = sorted(f[:-len(".json")] for f in os.listdir(RESULTS)
+                   if f.startswith(prefix) and f.endswith(".json"))
+    return {name: load(name) for name in names}
+
+
 def _translator_runs(prefix):
-    """docs/results/translator_<prefix>*.json, by name."""
-    names = sorted(f[len("translator_"):-len(".json")] for f in os.listdir(RESULTS)
-                   if f.startswith(f"translator_{prefix}") and f.endswith(".json"))
-    return {name: load(f"translator_{name}") for name in names}
+    """docs/results/translator_<prefix>*.json, by name (without `translator_`)."""
+    return {name[len("translator_"):]: result
+            for name, result in _results_named(f"translator_{prefix}").items()}
 
 
 def recipe_screen_section(screens):
@@ -396,8 +404,7 @@ def translator_section(runs):
              "(runaway repetition). `blind`: the same model with the decoder seeing zeros in "
              "place of the encoder output (`source_blind`), given the real sources at test "
              "time so its length bound is the same.", ""]
-    sets = ("multi30k-test2016", "newstest2015", "newstest2016", "newstest2017",
-            "newstest2018", "flores200-devtest")
+    sets = ("multi30k-test2016",) + NEWS_SETS
     lines += ["| run | steps | exported weights | length penalty | "
               + " | ".join(f"{s} BLEU / chrF / bound" for s in sets) + " |",
               "|---|---|---|---|" + "---|" * len(sets)]
@@ -434,9 +441,6 @@ def translator_section(runs):
                                              ("source", "hypothesis", "reference")) + " |")
         lines += [""]
     return lines
-
-
-NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
 
 
 def fair_comparison_section(runs):
@@ -595,9 +599,7 @@ def main():
     fair = _translator_runs("fair")
     if fair:
         lines += [""] + fair_comparison_section(fair)
-    thesis_scale = {name: load(name) for name in sorted(
-        f[:-len(".json")] for f in os.listdir(RESULTS)
-        if f.startswith("memorize_thesis_scale") and f.endswith(".json"))}
+    thesis_scale = _results_named("memorize_thesis_scale")
     if thesis_scale:
         lines += [""] + thesis_memorize_section(thesis_scale)
     notes = os.path.join(DOCS, "results_notes.md")

@@ -9,10 +9,9 @@ with BOS_ID. Out: float32 logits `(batch, T, VOCAB_SIZE)`; `logits[:, i]` predic
 import math
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from bytenet_tf import initializers, ops
+from bytenet_tf import decoding, initializers, ops
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
 from bytenet_tf.layers.residual_block import ResidualBlock
@@ -315,13 +314,9 @@ class ByteNet(keras.Model):
         return logits, new_state
 
     def max_output_length(self, source_length):
-        """Dynamic unfolding bound: `ceil(unfold_a * source_length + unfold_b)` bytes.
-
-        Rounded in float32, as the decoder computes it (`decoding.output_limits`): in float64,
-        1.2 * 25 is exactly 30, while float32(1.2) * 25 is a little above it and gives 31.
-        """
-        unfolded = np.float32(self.unfold_a) * np.float32(source_length) + np.float32(self.unfold_b)
-        return int(math.ceil(unfolded))
+        """Dynamic unfolding bound: `ceil(unfold_a * source_length + unfold_b)` bytes, rounded
+        in float32 as the decoder rounds it (`decoding.unfolded_length`)."""
+        return decoding.unfolded_length(source_length, self.unfold_a, self.unfold_b)
 
     def get_config(self):
         config = super().get_config()
