@@ -7,10 +7,11 @@ trainer.
 
 import collections
 
+import tensorflow as tf
 from absl import logging
 
-from bytenet_tf import inference, scoring
-from pipelines import datasets, digits
+from bytenet_tf import inference, scoring, vocabulary
+from pipelines import datasets, digits, preprocessing
 
 
 def reached_bound(sources, hypotheses, output_bound):
@@ -41,6 +42,47 @@ def validate(translate_fn, sources, references, progress=False):
     if hasattr(translate_fn, "output_bound"):
         scores["reached_bound"] = reached_bound(sources, hypotheses, translate_fn.output_bound)
     return scores, hypotheses
+
+
+def cross_entropy(model, sources, targets, batch_size=32):
+    """Teacher-forced cross-entropy of `model` on aligned pairs, per target byte, no dropout.
+
+    Each pair is framed as in training (source + EOS; BOS + target, labelled target + EOS), so
+    the EOS after each target counts as one byte. Pairs whose framed source or target is longer
+    than `model.max_length` are left out and counted.
+
+    Args:
+        model: a built `ByteNet`; called with `training=False`.
+        sources, targets: lists of bytes, aligned.
+        batch_size: pairs per call.
+
+    Returns:
+        dict: `nats_per_byte` (float; NaN when no pair was scored), `bits_per_byte`, `bytes`
+        (target bytes scored, EOS included), `pairs` (scored), `skipped` (too long).
+
+    Raises:
+        ValueError: `sources` and `targets` differ in length.
+    """
+    if len(sources) != len(targets):
+        raise ValueError(f"cross_entropy needs aligned pairs; got {len(sources)} sources and "
+                         f"{len(targets)} targets.")
+    length_filter = preprocessing.LengthFilter(model.max_length)
+    pipeline = preprocessing.PipelineConfig(max_length=model.max_length, batch_size=batch_size,
+                                            bucketing=False, shuffle_buffer=0, repeat=False)
+    pairs = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(list(sources), tf.string), tf.constant(list(targets), tf.string)))
+    total = count = 0.0
+    for features, labels in preprocessing.make_batches(pairs, pipeline,
+                                                       length_filter=length_filter):
+        logits = tf.cast(model(features, training=False), tf.float32)
+        mask = tf.cast(tf.not_equal(labels, vocabulary.PAD_ID), tf.float32)
+        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+        total += float(tf.reduce_sum(losses * mask))
+        count += float(tf.reduce_sum(mask))
+    skipped = length_filter.counts()["dropped"]
+    nats = total / count if count else float("nan")
+    return {"nats_per_byte": nats, "bits_per_byte": nats / 0.6931471805599453,
+            "bytes": int(count), "pairs": len(sources) - skipped, "skipped": skipped}
 
 
 def validation_scores(config, translate_fn):

@@ -1,0 +1,121 @@
+"""Issue 12, part 1 on real text: SELU ByteNet's residual settings at equal steps, with seeds.
+
+    python experiments/residual_text.py --steps=400 --seeds=0,1,2          # every setting
+    python experiments/residual_text.py --steps=20 --settings=w1 --seeds=0 --name=smoke
+
+The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the branch weight of
+`(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
+`+snn_adam` Adam with beta_2 0.99 and epsilon 0.01, `+constant` no decay after the warm-up.
+Each run trains `bytenet_selu` at its zoo size (hidden 400, 3 stacks) with bytenet-train's
+`text` preset (batch 32, Adam 2e-3 after 200 warm-up steps, cosine to 5%, the zoo's
+AlphaDropout 0.05, pairs up to 200 bytes, shuffle buffer 100,000, precision auto) on
+../shared/data/deen/train.* less the 500 held-out pairs of `experiments/translator.py`, for a
+fixed number of steps (the cosine ends there; no time budget), so every setting sees the same
+batches per seed. Then, on the held-out pairs, it scores the last weights:
+
+- `heldout_nats`: teacher-forced cross-entropy per target byte (EOS included) on all 500 pairs,
+  no dropout (`bytenet_tf.training.evaluation.cross_entropy`);
+- `valid_bleu` / `valid_chrf`: greedy translations of the first 100 held-out pairs.
+
+Seeds run round-robin (every setting at seed 0, then seed 1, ...), and the results file is
+rewritten after each run, so a stopped sweep keeps whole seeds. Writes
+docs/results/<name>.json (default `residual_text_<steps>steps`): per run the scores above, the
+mean training loss of the last 10 logs, the largest global gradient norm and the logged curve
+(loss, gradient norm, learning rate).
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bytenet_tf import zoo  # noqa: E402
+from bytenet_tf.training import evaluation, trainer  # noqa: E402
+from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
+from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
+from experiments.translator import held_out_split  # noqa: E402
+from pipelines import datasets  # noqa: E402
+
+VALID_SENTENCES = 100
+SETTINGS = ("w0.1", "w0.2", "w0.3", "w_invsqrtL", "w1", "gate", "w_invsqrtL+snn_adam",
+            "w_invsqrtL+constant")
+
+
+def heldout_loss(config):
+    """`evaluation.cross_entropy` of the run's last checkpoint on every validation pair."""
+    config = resolve(config)
+    model = zoo.build_model(config.model, **model_overrides(config))
+    trainer.restore_model(model, tf.train.latest_checkpoint(config.model_dir))
+    sources, targets = datasets.take_pairs(config.data, "validation", -1)
+    return evaluation.cross_entropy(model, sources, targets)
+
+
+def run(setting, seed, steps, data):
+    model_dir = os.path.join(RUNS, "residual_text", f"{setting}_seed{seed}")
+    shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
+    config = TrainConfig(
+        model="bytenet_selu", data=data, model_dir=model_dir, export=False, train_steps=steps,
+        time_budget_seconds=0, eval_every=0, valid_size=VALID_SENTENCES, select_by="last",
+        average_last=0, beam_size=1, log_every=10, checkpoint_every=steps, progress=False,
+        seed=seed, **setting_overrides(setting))
+    started = time.time()
+    results = trainer.train_and_evaluate(config)
+    loss = heldout_loss(config)
+    curve = read_metrics(model_dir)
+    losses = [row["loss"] for row in curve if "loss" in row][-10:]
+    return {"setting": setting, "seed": seed, "overrides": setting_overrides(setting),
+            "steps": results["step"], "heldout_nats": loss["nats_per_byte"],
+            "heldout_pairs": loss["pairs"], "heldout_skipped": loss["skipped"],
+            "valid_bleu": results["valid"]["bleu"], "valid_chrf": results["valid"]["chrf"],
+            "valid_reached_bound": results["valid"].get("reached_bound"),
+            "train_loss_last_10_logs": sum(losses) / max(len(losses), 1),
+            "max_gradient_norm": max([row.get("gradient_norm", 0) for row in curve] + [0]),
+            "train_seconds": results["total_train_seconds"],
+            "wall_seconds": time.time() - started, "curve": curve}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--name", default=None,
+                        help="results file docs/results/<name>.json "
+                             "(default residual_text_<steps>steps)")
+    args = parser.parse_args()
+    settings = args.settings.split(",")
+    for setting in settings:
+        setting_overrides(setting)  # fail before any training on a bad name
+    name = args.name or f"residual_text_{args.steps}steps"
+    train_de, train_en, valid_de, valid_en, held_out = held_out_split(
+        os.path.join(RUNS, "translator", "data"))
+    data = datasets.DataSpec(dataset="text", source_file=train_de, target_file=train_en,
+                             valid_source_file=valid_de, valid_target_file=valid_en)
+    command = (f"python experiments/residual_text.py --steps={args.steps} "
+               f"--settings={args.settings} --seeds={args.seeds}"
+               + (f" --name={args.name}" if args.name else ""))
+    runs = []
+    for seed in (int(s) for s in args.seeds.split(",")):
+        for setting in settings:
+            runs.append(run(setting, seed, args.steps, data))
+            row = runs[-1]
+            print(f"{setting} seed {seed}: held-out {row['heldout_nats']:.4f} nats/byte, "
+                  f"greedy BLEU {row['valid_bleu']:.2f}, chrF {row['valid_chrf']:.1f}, train "
+                  f"loss {row['train_loss_last_10_logs']:.3f}, max gradient norm "
+                  f"{row['max_gradient_norm']:.2f}, {row['wall_seconds']:.0f} s", flush=True)
+            path = write_results(name, {
+                "command": command, "steps": args.steps, "weights": WEIGHTS,
+                "held_out_validation": held_out, "valid_sentences": VALID_SENTENCES,
+                "runs": runs})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
