@@ -26,10 +26,10 @@ def commit():
     return head + ("+dirty" if dirty else "")
 
 
-def write_results(name, results):
-    """Writes docs/results/<name>.json with the command's commit."""
+def write_results(name, results, commit_text=None):
+    """Writes docs/results/<name>.json with the command's commit (or `commit_text`)."""
     os.makedirs(RESULTS, exist_ok=True)
-    results = dict(results, commit=commit())
+    results = dict(results, commit=commit_text or commit())
     path = os.path.join(RESULTS, f"{name}.json")
     with open(path, "w") as f:
         json.dump(results, f, indent=2, default=str)

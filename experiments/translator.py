@@ -38,7 +38,8 @@ from absl import logging  # noqa: E402
 from bytenet_tf import decoding, inference, scoring  # noqa: E402
 from bytenet_tf.training import evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import RESULTS, RUNS, read_metrics, write_pairs, write_results  # noqa: E402
+from experiments.common import (RESULTS, RUNS, commit, read_metrics, write_pairs,  # noqa: E402
+                                write_results)
 from pipelines import datasets, text  # noqa: E402
 from shared_data import deen  # noqa: E402
 
@@ -221,11 +222,18 @@ def main():
                          time_budget_seconds=60 * args.minutes, seed=args.seed, progress=False,
                          **overrides)
     started = time.time()
+    trained_at = os.path.join(model_dir, "trained_at_commit.txt")
     if args.finish:
         with open(finished) as f:
             results = json.load(f)
+        trained = open(trained_at).read().strip() if os.path.exists(trained_at) else "unknown"
+        commit_text = f"{trained} (trained); scored at {commit()} by --finish"
     else:
+        os.makedirs(model_dir)
+        with open(trained_at, "w") as f:
+            f.write(commit() + "\n")
         results = trainer.train_and_evaluate(config)
+        commit_text = None
     with open(os.path.join(model_dir, "config.json")) as f:
         effective = json.load(f)
     curve = read_metrics(model_dir)
@@ -249,7 +257,7 @@ def main():
                              if key not in ("data",)},
         "results": results, "test": tests, "test_greedy_same_weights": greedy, "curve": curve,
         "wall_seconds": None if args.finish else time.time() - started,
-        "scored_by": command + " --finish" if args.finish else command})
+        "scored_by": command + " --finish" if args.finish else command}, commit_text)
     print(f"wrote {path}")
 
 
