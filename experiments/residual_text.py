@@ -39,7 +39,7 @@ from bytenet_tf.training import evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
 from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
 from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
-from experiments.translator import held_out_split  # noqa: E402
+from experiments.translator import held_out_data  # noqa: E402
 from pipelines import datasets  # noqa: E402
 
 VALID_SENTENCES = 100
@@ -94,10 +94,7 @@ def main():
     for setting in settings:
         setting_overrides(setting)  # fail before any training on a bad name
     name = args.name or f"residual_text_{args.steps}steps"
-    train_de, train_en, valid_de, valid_en, held_out = held_out_split(
-        os.path.join(RUNS, "translator", "data"))
-    data = datasets.DataSpec(dataset="text", source_file=train_de, target_file=train_en,
-                             valid_source_file=valid_de, valid_target_file=valid_en)
+    data, held_out = held_out_data(os.path.join(RUNS, "translator", "data"))
     command = (f"python experiments/residual_text.py --steps={args.steps} "
                f"--settings={args.settings} --seeds={args.seeds}"
                + (f" --name={args.name}" if args.name else ""))

@@ -79,6 +79,14 @@ def held_out_split(folder):
     return (*train, *valid, counts)
 
 
+def held_out_data(folder):
+    """`(DataSpec, counts)`: the `text` data of `held_out_split(folder)`, validating on the
+    held-out pairs, and their count per origin."""
+    train_de, train_en, valid_de, valid_en, counts = held_out_split(folder)
+    return datasets.DataSpec(dataset="text", source_file=train_de, target_file=train_en,
+                             valid_source_file=valid_de, valid_target_file=valid_en), counts
+
+
 def _parse_overrides(pairs):
     fields = {field.name: field for field in dataclasses.fields(TrainConfig)}
     overrides = {}
@@ -204,7 +212,7 @@ def main():
     args = parser.parse_args()
     logging.set_verbosity(logging.INFO)
     data_dir = os.path.join(RUNS, "translator", "data")
-    train_de, train_en, valid_de, valid_en, held_out = held_out_split(data_dir)
+    data, held_out = held_out_data(data_dir)
     overrides = _parse_overrides(args.set)
     if args.screen:
         overrides = dict(dict(eval_every=0, valid_size=1, select_by="last", average_last=0,
@@ -216,8 +224,6 @@ def main():
     if os.path.exists(model_dir) and not args.finish:
         raise SystemExit(f"{model_dir} exists; remove it or choose another --name (this script "
                          "reports fresh runs only; --finish scores a finished one).")
-    data = datasets.DataSpec(dataset="text", source_file=train_de, target_file=train_en,
-                             valid_source_file=valid_de, valid_target_file=valid_en)
     config = TrainConfig(data=data, model_dir=model_dir, export_dir=os.path.join(model_dir, "export"),
                          time_budget_seconds=60 * args.minutes, seed=args.seed, progress=False,
                          **overrides)

@@ -6,6 +6,7 @@ trainer.
 """
 
 import collections
+import math
 
 import tensorflow as tf
 from absl import logging
@@ -44,6 +45,23 @@ def validate(translate_fn, sources, references, progress=False):
     return scores, hypotheses
 
 
+def masked_cross_entropy(labels, logits):
+    """The cross-entropy summed over the non-PAD ids of `labels`, and the float32 mask of them.
+
+    The training step and `cross_entropy` both score bytes this way.
+
+    Args:
+        labels: int32 `(batch, T)`, PAD_ID where there is no byte.
+        logits: `(batch, T, VOCAB_SIZE)`.
+
+    Returns:
+        `(summed, mask)`: a scalar, and a float32 `(batch, T)` mask (1 at real ids).
+    """
+    mask = tf.cast(tf.not_equal(labels, vocabulary.PAD_ID), tf.float32)
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+    return tf.reduce_sum(losses * mask), mask
+
+
 def cross_entropy(model, sources, targets, batch_size=32):
     """Teacher-forced cross-entropy of `model` on aligned pairs, per target byte, no dropout.
 
@@ -75,13 +93,12 @@ def cross_entropy(model, sources, targets, batch_size=32):
     for features, labels in preprocessing.make_batches(pairs, pipeline,
                                                        length_filter=length_filter):
         logits = tf.cast(model(features, training=False), tf.float32)
-        mask = tf.cast(tf.not_equal(labels, vocabulary.PAD_ID), tf.float32)
-        losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-        total += float(tf.reduce_sum(losses * mask))
+        batch_total, mask = masked_cross_entropy(labels, logits)
+        total += float(batch_total)
         count += float(tf.reduce_sum(mask))
     skipped = length_filter.counts()["dropped"]
     nats = total / count if count else float("nan")
-    return {"nats_per_byte": nats, "bits_per_byte": nats / 0.6931471805599453,
+    return {"nats_per_byte": nats, "bits_per_byte": nats / math.log(2),
             "bytes": int(count), "pairs": len(sources) - skipped, "skipped": skipped}
 
 

@@ -28,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 from tqdm import tqdm
 
-from bytenet_tf import export, inference, ops, vocabulary, zoo
+from bytenet_tf import export, inference, ops, zoo
 from bytenet_tf.training import devices, evaluation
 from bytenet_tf.training.config import LENGTH_PENALTY_GRID, model_overrides, resolve
 from bytenet_tf.training.optimizer import Adam
@@ -155,9 +155,7 @@ def make_train_step(strategy, model, optimizer, step):
     def replica_step(features, labels):
         with tf.GradientTape() as tape:
             logits = model(features, training=True)
-            mask = tf.cast(tf.not_equal(labels, vocabulary.PAD_ID), tf.float32)
-            cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
-            local_sum = tf.reduce_sum(cross_entropy * mask)
+            local_sum, mask = evaluation.masked_cross_entropy(labels, logits)
             local_count = tf.reduce_sum(mask)
             global_count = tf.distribute.get_replica_context().all_reduce("sum", local_count)
             loss = local_sum / tf.maximum(global_count, 1.0)
