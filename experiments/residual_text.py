@@ -8,7 +8,9 @@ The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the br
 `+snn_adam` Adam with beta_2 0.99 and epsilon 0.01, `+constant` no decay after the warm-up.
 Each run trains `bytenet_selu` at its zoo size (hidden 400, 3 stacks) with bytenet-train's
 `text` preset (batch 32, Adam 2e-3 after 200 warm-up steps, cosine to 5%, the zoo's
-AlphaDropout 0.05, pairs up to 200 bytes, shuffle buffer 100,000, precision auto) on
+AlphaDropout 0.05, pairs up to 200 bytes, shuffle buffer 100,000) in float32 (`--precision`;
+float32 so that a sweep continued on another CPU stays comparable: `auto` picks bfloat16 on
+some CPUs and float32 on others, and the 400-step sweep ran float32) on
 ../shared/data/deen/train.* less the 500 held-out pairs of `experiments/translator.py`, for a
 fixed number of steps (the cosine ends there; no time budget), so every setting sees the same
 batches per seed. Then, on the held-out pairs, it scores the last weights:
@@ -35,7 +37,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf import zoo  # noqa: E402
-from bytenet_tf.training import evaluation, trainer  # noqa: E402
+from bytenet_tf.training import devices, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
 from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
 from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
@@ -47,6 +49,20 @@ SETTINGS = ("w0.1", "w0.2", "w0.3", "w_invsqrtL", "w1", "gate", "w_invsqrtL+snn_
             "w_invsqrtL+constant")
 
 
+def cpu_name():
+    """The CPU's model name and family/model numbers from /proc/cpuinfo, or "unknown"."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return "unknown"
+    return (f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')})")
+
+
 def heldout_loss(config):
     """`evaluation.cross_entropy` of the run's last checkpoint on every validation pair."""
     config = resolve(config)
@@ -56,21 +72,22 @@ def heldout_loss(config):
     return evaluation.cross_entropy(model, sources, targets)
 
 
-def run(setting, seed, steps, data):
+def run(setting, seed, steps, data, precision):
     model_dir = os.path.join(RUNS, "residual_text", f"{setting}_seed{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
     config = TrainConfig(
         model="bytenet_selu", data=data, model_dir=model_dir, export=False, train_steps=steps,
         time_budget_seconds=0, eval_every=0, valid_size=VALID_SENTENCES, select_by="last",
         average_last=0, beam_size=1, log_every=10, checkpoint_every=steps, progress=False,
-        seed=seed, **setting_overrides(setting))
+        seed=seed, precision=precision, **setting_overrides(setting))
     started = time.time()
     results = trainer.train_and_evaluate(config)
     loss = heldout_loss(config)
     curve = read_metrics(model_dir)
     losses = [row["loss"] for row in curve if "loss" in row][-10:]
     return {"setting": setting, "seed": seed, "overrides": setting_overrides(setting),
-            "steps": results["step"], "heldout_nats": loss["nats_per_byte"],
+            "steps": results["step"], "precision": precision, "cpu": cpu_name(),
+            "heldout_nats": loss["nats_per_byte"],
             "heldout_pairs": loss["pairs"], "heldout_skipped": loss["skipped"],
             "valid_bleu": results["valid"]["bleu"], "valid_chrf": results["valid"]["chrf"],
             "valid_reached_bound": results["valid"].get("reached_bound"),
@@ -86,6 +103,7 @@ def main():
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--precision", default="float32", choices=devices.PRECISIONS)
     parser.add_argument("--name", default=None,
                         help="results file docs/results/<name>.json "
                              "(default residual_text_<steps>steps)")
@@ -96,12 +114,12 @@ def main():
     name = args.name or f"residual_text_{args.steps}steps"
     data, held_out = held_out_data(os.path.join(RUNS, "translator", "data"))
     command = (f"python experiments/residual_text.py --steps={args.steps} "
-               f"--settings={args.settings} --seeds={args.seeds}"
+               f"--settings={args.settings} --seeds={args.seeds} --precision={args.precision}"
                + (f" --name={args.name}" if args.name else ""))
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         for setting in settings:
-            runs.append(run(setting, seed, args.steps, data))
+            runs.append(run(setting, seed, args.steps, data, args.precision))
             row = runs[-1]
             print(f"{setting} seed {seed}: held-out {row['heldout_nats']:.4f} nats/byte, "
                   f"greedy BLEU {row['valid_bleu']:.2f}, chrF {row['valid_chrf']:.1f}, train "
