@@ -54,3 +54,9 @@ def read_metrics(model_dir):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def mean_last_loss(curve, logs=10):
+    """Mean training loss of the last `logs` logged rows of a `read_metrics` curve (nan if none)."""
+    losses = [row["loss"] for row in curve if "loss" in row][-logs:]
+    return sum(losses) / len(losses) if losses else float("nan")

@@ -549,15 +549,27 @@ def _mean(values):
     return sum(values) / len(values)
 
 
-def text_sweep_section(results):
-    """Issue 12, part 1 on real text: experiments/residual_text.py, one table per results file."""
-    fig, (ax_loss, ax_norm, ax_held) = plt.subplots(1, 3, figsize=(13, 3.8), dpi=90)
+def _precision_note(result):
+    """Which precision a residual_text results file trained in, and on which CPU."""
+    kinds = {(run.get("precision"), run.get("cpu")) for run in result["runs"]}
+    if kinds == {(None, None)}:  # the 400-step sweep, before runs recorded it
+        return ("Precision `auto`, which resolved to float32 on that session's 2-core Intel Xeon "
+                "(avx512_bf16, no AMX).")
+    return "Precision and CPU: " + "; ".join(
+        f"{precision} on {cpu}" for precision, cpu in sorted(kinds, key=str)) + "."
+
+
+def text_sweep_section(results, default="w_invsqrtL"):
+    """Issue 12, part 1 on real text: experiments/residual_text.py, one table and plot row per
+    results file."""
+    fig, axes = plt.subplots(len(results), 3, figsize=(13, 3.8 * len(results)), dpi=90,
+                             squeeze=False)
     lines = ["## 14. SELU ByteNet's residual branch: sweep on real text, equal steps", "",
              "`python experiments/residual_text.py`: experiment 6's settings on the translation "
              "data instead of memorization. `bytenet_selu` at its zoo size (hidden 400, 3 "
              "stacks) with bytenet-train's `text` preset (batch 32, Adam 2e-3 after 200 warm-up "
-             "steps, cosine to 5% at the last step, AlphaDropout 0.05, pairs up to 200 bytes, "
-             "precision auto) on ../shared/data/deen/train.* less the 500 held-out pairs of "
+             "steps, cosine to 5% at the last step, AlphaDropout 0.05, pairs up to 200 bytes) "
+             "on ../shared/data/deen/train.* less the 500 held-out pairs of "
              "section 11, for a fixed number of steps, so each seed gives every setting the "
              "same batches. `w<x>`: blocks return `(x + w f(x)) / sqrt(1 + w^2)` (`w_invsqrtL` "
              "= 1/sqrt(15), the zoo default); `gate`: w learnable from 0; `+snn_adam`: beta_2 "
@@ -565,30 +577,42 @@ def text_sweep_section(results):
              "weights: held-out loss = teacher-forced cross-entropy per target byte (EOS "
              "included) on all 500 held-out pairs without dropout; greedy BLEU and chrF on the "
              "first 100 held-out pairs. Lower held-out loss is better; the settings are ranked "
-             "by its mean over seeds.", ""]
-    colors = {}
-    for name, result in results.items():
+             f"by its mean over seeds. `vs {default}`: the setting's held-out loss minus "
+             f"{default}'s on the same seed (the same batches), mean and per seed; negative "
+             "means the setting is better.", ""]
+    for row_axes, (name, result) in zip(axes, sorted(results.items(),
+                                                     key=lambda item: item[1]["steps"])):
+        ax_loss, ax_norm, ax_held = row_axes
         by_setting = {}
         for run in result["runs"]:
             by_setting.setdefault(run["setting"], []).append(run)
         seeds = sorted({run["seed"] for run in result["runs"]})
+        reference = {r["seed"]: r["heldout_nats"] for r in by_setting.get(default, [])}
         lines += [f"### `{name}`: {result['steps']} steps", "", provenance(result) + f" Seeds: "
-                  f"{', '.join(map(str, seeds))} (a setting's runs are listed in seed order).",
-                  "", "| rank | setting | seeds | held-out loss, mean (per seed) "
+                  f"{', '.join(map(str, seeds))} (a setting's runs are listed in seed order). "
+                  + _precision_note(result), "",
+                  "| rank | setting | seeds | held-out loss, mean (per seed) "
+                  f"| vs {default}, mean (per seed) "
                   "| greedy BLEU, mean (per seed) | chrF, mean | train loss (last 10 logs), mean "
-                  "| max gradient norm |", "|---|---|---|---|---|---|---|---|"]
+                  "| max gradient norm |", "|---|---|---|---|---|---|---|---|---|"]
         ranked = sorted(by_setting.items(), key=lambda item: _mean(
             [r["heldout_nats"] for r in item[1]]))
         for rank, (setting, rows) in enumerate(ranked, 1):
             each = lambda key, form: ", ".join(format(r[key], form) for r in rows)  # noqa: E731
+            paired = [r["heldout_nats"] - reference[r["seed"]] for r in rows
+                      if r["seed"] in reference]
+            versus = ("-" if setting == default or not paired else
+                      f"{_mean(paired):+.4f} ({', '.join(f'{d:+.4f}' for d in paired)})")
             lines.append(
                 f"| {rank} | {setting} | {len(rows)} "
                 f"| {_mean([r['heldout_nats'] for r in rows]):.4f} ({each('heldout_nats', '.4f')}) "
+                f"| {versus} "
                 f"| {_mean([r['valid_bleu'] for r in rows]):.2f} ({each('valid_bleu', '.2f')}) "
                 f"| {_mean([r['valid_chrf'] for r in rows]):.1f} "
                 f"| {_mean([r['train_loss_last_10_logs'] for r in rows]):.3f} "
                 f"| {max(r['max_gradient_norm'] for r in rows):.2f} |")
         lines += [""]
+        colors = {}
         for setting, rows in by_setting.items():
             color = colors.setdefault(setting, f"C{len(colors) % 10}")
             for i, run in enumerate(rows):
@@ -600,12 +624,12 @@ def text_sweep_section(results):
                              color=color, lw=0.8)
             ax_held.scatter([list(colors).index(setting)] * len(rows),
                             [r["heldout_nats"] for r in rows], color=color, s=14)
-    ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)", ylim=(1.0, 3.2))
-    ax_norm.set(xlabel="step", ylabel="global gradient norm (EMA 0.8)", yscale="log")
-    ax_held.set(ylabel="held-out nats/byte (a dot per seed)",
-                xticks=range(len(colors)))
-    ax_held.set_xticklabels(list(colors), rotation=45, ha="right", fontsize=7)
-    ax_loss.legend(fontsize=6)
+        ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)",
+                    ylim=(1.0, 3.2), title=f"{name}: {result['steps']} steps")
+        ax_norm.set(xlabel="step", ylabel="global gradient norm (EMA 0.8)", yscale="log")
+        ax_held.set(ylabel="held-out nats/byte (a dot per seed)", xticks=range(len(colors)))
+        ax_held.set_xticklabels(list(colors), rotation=45, ha="right", fontsize=7)
+        ax_loss.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "residual_text.png"))
     plt.close(fig)

@@ -2,6 +2,7 @@
 
     python experiments/residual_text.py --steps=400 --seeds=0,1,2          # every setting
     python experiments/residual_text.py --steps=20 --settings=w1 --seeds=0 --name=smoke
+    python experiments/residual_text.py --add_learned_gates=residual_text_1400steps
 
 The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the branch weight of
 `(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
@@ -22,14 +23,18 @@ batches per seed. Then, on the held-out pairs, it scores the last weights:
 Seeds run round-robin (every setting at seed 0, then seed 1, ...), and the results file is
 rewritten after each run, so a stopped sweep keeps whole seeds. Writes
 docs/results/<name>.json (default `residual_text_<steps>steps`): per run the scores above, the
-mean training loss of the last 10 logs, the largest global gradient norm and the logged curve
-(loss, gradient norm, learning rate).
+mean training loss of the last 10 logs, the largest global gradient norm, the logged curve
+(loss, gradient norm, learning rate), and for `gate` the learned branch weight of every block.
+`--add_learned_gates=NAME --runs=DIR` reads those weights from the checkpoints of an earlier
+results file's runs, without training.
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 
 import tensorflow as tf
@@ -39,7 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.training import devices, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
-from experiments.common import RUNS, read_metrics, write_results  # noqa: E402
+from experiments.common import (RESULTS, RUNS, mean_last_loss, read_metrics,  # noqa: E402
+                                write_results)
 from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
 from experiments.translator import held_out_data  # noqa: E402
 from pipelines import datasets  # noqa: E402
@@ -63,35 +69,71 @@ def cpu_name():
             f"model {fields.get('model', '?')})")
 
 
-def heldout_loss(config):
-    """`evaluation.cross_entropy` of the run's last checkpoint on every validation pair."""
+def last_model(config):
+    """The run's model at its last checkpoint."""
     config = resolve(config)
     model = zoo.build_model(config.model, **model_overrides(config))
     trainer.restore_model(model, tf.train.latest_checkpoint(config.model_dir))
+    return model
+
+
+def heldout_loss(config, model):
+    """`evaluation.cross_entropy` of `model` on every validation pair of `config.data`."""
     sources, targets = datasets.take_pairs(config.data, "validation", -1)
     return evaluation.cross_entropy(model, sources, targets)
 
 
+def learned_gates(model):
+    """The learned branch weights of a `residual_gate` model, `{"encoder": [...], "decoder":
+    [...]}` in block order, or None when the model has fixed weights."""
+    if not model.residual_gate:
+        return None
+    return {side: [float(block.gate.numpy()) for block in blocks]
+            for side, blocks in (("encoder", model.encoder_blocks),
+                                 ("decoder", model.decoder_blocks))}
+
+
+def run_config(setting, seed, steps, data, precision, runs=RUNS):
+    """The `TrainConfig` of one run; its model_dir is `runs/residual_text/<setting>_seed<seed>`."""
+    return TrainConfig(
+        model="bytenet_selu", data=data,
+        model_dir=os.path.join(runs, "residual_text", f"{setting}_seed{seed}"), export=False,
+        train_steps=steps, time_budget_seconds=0, eval_every=0, valid_size=VALID_SENTENCES,
+        select_by="last", average_last=0, beam_size=1, log_every=10, checkpoint_every=steps,
+        progress=False, seed=seed, precision=precision, **setting_overrides(setting))
+
+
+def add_learned_gates(name, data, runs):
+    """Fills `learned_gates` into docs/results/<name>.json from its runs' last checkpoints under
+    `runs` (for results written before runs recorded them); keeps the file's commit."""
+    with open(os.path.join(RESULTS, f"{name}.json")) as f:
+        results = json.load(f)
+    for row in results["runs"]:
+        config = run_config(row["setting"], row["seed"], row["steps"], data,
+                            row.get("precision", "float32"), runs)
+        row["learned_gates"] = (learned_gates(last_model(config))
+                                if config.residual_gate else None)
+        print(f"{row['setting']} seed {row['seed']}: {row['learned_gates']}")
+    write_results(name, results, commit_text=results["commit"])
+
+
 def run(setting, seed, steps, data, precision):
-    model_dir = os.path.join(RUNS, "residual_text", f"{setting}_seed{seed}")
+    config = run_config(setting, seed, steps, data, precision)
+    model_dir = config.model_dir
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
-    config = TrainConfig(
-        model="bytenet_selu", data=data, model_dir=model_dir, export=False, train_steps=steps,
-        time_budget_seconds=0, eval_every=0, valid_size=VALID_SENTENCES, select_by="last",
-        average_last=0, beam_size=1, log_every=10, checkpoint_every=steps, progress=False,
-        seed=seed, precision=precision, **setting_overrides(setting))
     started = time.time()
     results = trainer.train_and_evaluate(config)
-    loss = heldout_loss(config)
+    model = last_model(config)
+    loss = heldout_loss(config, model)
     curve = read_metrics(model_dir)
-    losses = [row["loss"] for row in curve if "loss" in row][-10:]
     return {"setting": setting, "seed": seed, "overrides": setting_overrides(setting),
             "steps": results["step"], "precision": precision, "cpu": cpu_name(),
             "heldout_nats": loss["nats_per_byte"],
             "heldout_pairs": loss["pairs"], "heldout_skipped": loss["skipped"],
+            "learned_gates": learned_gates(model),
             "valid_bleu": results["valid"]["bleu"], "valid_chrf": results["valid"]["chrf"],
             "valid_reached_bound": results["valid"].get("reached_bound"),
-            "train_loss_last_10_logs": sum(losses) / max(len(losses), 1),
+            "train_loss_last_10_logs": mean_last_loss(curve),
             "max_gradient_norm": max([row.get("gradient_norm", 0) for row in curve] + [0]),
             "train_seconds": results["total_train_seconds"],
             "wall_seconds": time.time() - started, "curve": curve}
@@ -107,7 +149,16 @@ def main():
     parser.add_argument("--name", default=None,
                         help="results file docs/results/<name>.json "
                              "(default residual_text_<steps>steps)")
+    parser.add_argument("--add_learned_gates", metavar="NAME", default=None,
+                        help="train nothing: fill the learned gate values into "
+                             "docs/results/NAME.json from its runs' checkpoints under --runs")
+    parser.add_argument("--runs", default=RUNS, help="the runs folder of --add_learned_gates")
     args = parser.parse_args()
+    if args.add_learned_gates:
+        # The split is written to a fresh folder: a sweep may be reading the runs folder's.
+        data, _ = held_out_data(tempfile.mkdtemp(prefix="residual_text_"))
+        add_learned_gates(args.add_learned_gates, data, args.runs)
+        return
     settings = args.settings.split(",")
     for setting in settings:
         setting_overrides(setting)  # fail before any training on a bad name

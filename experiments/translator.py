@@ -38,8 +38,8 @@ from absl import logging  # noqa: E402
 from bytenet_tf import decoding, inference, scoring  # noqa: E402
 from bytenet_tf.training import evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import (RESULTS, RUNS, commit, read_metrics, write_pairs,  # noqa: E402
-                                write_results)
+from experiments.common import (RESULTS, RUNS, commit, mean_last_loss, read_metrics,  # noqa: E402
+                                write_pairs, write_results)
 from pipelines import datasets, text  # noqa: E402
 from shared_data import deen  # noqa: E402
 
@@ -49,22 +49,17 @@ VALID_PAIRS = 500
 SPLIT_SEED = 13
 
 
-def _lines(path):
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    return lines[:-1] if lines and lines[-1] == b"" else lines
-
-
 def held_out_split(folder):
     """Writes train.{de,en} less `VALID_PAIRS` random pairs, and those pairs as valid.{de,en}.
 
     Returns `(train_de, train_en, valid_de, valid_en, counts)`: paths and the held-out count
     per origin (train.origin).
     """
-    sources, targets, origins = (_lines(deen(f"train.{suffix}")) for suffix in ("de", "en", "origin"))
-    if not len(sources) == len(targets) == len(origins):
-        raise ValueError(f"train.de/en/origin have {len(sources)}/{len(targets)}/{len(origins)} "
-                         "lines; they must be aligned.")
+    # pipelines.text's reader: lines split on b"\n" only, a trailing CR removed, and files of
+    # different lengths refused with both names and counts (train.* has no CR, so the split is
+    # the one every earlier run used).
+    sources, targets, _ = text.read_aligned_lines(deen("train.de"), deen("train.en"))
+    _, origins, _ = text.read_aligned_lines(deen("train.de"), deen("train.origin"))
     held = set(random.Random(SPLIT_SEED).sample(range(len(sources)), VALID_PAIRS))
     keep = [i for i in range(len(sources)) if i not in held]
     held = sorted(held)
@@ -254,11 +249,10 @@ def main():
                + "".join(f" --set {pair}" for pair in args.set)
                + (f" --seed={args.seed}" if args.seed else "") + (" --screen" if args.screen else "")
                + (f" --test_sentences={args.test_sentences}" if args.test_sentences != 500 else ""))
-    last = [row["loss"] for row in curve if "loss" in row][-10:]
     path = write_results(f"translator_{args.name}", {
         "command": command, "minutes": args.minutes, "seed": args.seed, "overrides": overrides,
         "held_out_validation": held_out, "steps": results["step"],
-        "train_loss_last_10_logs": sum(last) / max(len(last), 1),
+        "train_loss_last_10_logs": mean_last_loss(curve),
         "effective_config": {key: value for key, value in effective.items()
                              if key not in ("data",)},
         "results": results, "test": tests, "test_greedy_same_weights": greedy, "curve": curve,

@@ -261,7 +261,7 @@ def _train_loop(config, model, optimizer, step, clock, train_step, data, manager
     bar = tqdm(total=config.train_steps, initial=start, desc="train", unit="step",
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
     for current in range(start + 1, config.train_steps + 1):
-        clock.tick()
+        # The clock was brought up to now by `clock.start()` or by the previous step's end.
         loss, accuracy, count, gradient_norm = train_step(data.iterator)
         loss, accuracy = float(loss), float(accuracy)
         if not math.isfinite(loss):
