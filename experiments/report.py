@@ -559,6 +559,20 @@ def _precision_note(result):
         f"{precision} on {cpu}" for precision, cpu in sorted(kinds, key=str)) + "."
 
 
+def _gate_lines(runs):
+    """One line per run that recorded learned branch weights (the `gate` setting)."""
+    rows = sorted((run for run in runs if run.get("learned_gates")), key=lambda run: run["seed"])
+    if not rows:
+        return []
+    lines = ["Learned branch weights w of the `gate` runs, by block from the input side "
+             "(encoder | decoder):", ""]
+    for run in rows:
+        gates = run["learned_gates"]
+        lines.append(f"- seed {run['seed']}: " + " | ".join(
+            ", ".join(f"{w:.2f}" for w in gates[side]) for side in ("encoder", "decoder")))
+    return lines + [""]
+
+
 def text_sweep_section(results, default="w_invsqrtL"):
     """Issue 12, part 1 on real text: experiments/residual_text.py, one table and plot row per
     results file."""
@@ -586,6 +600,8 @@ def text_sweep_section(results, default="w_invsqrtL"):
         by_setting = {}
         for run in result["runs"]:
             by_setting.setdefault(run["setting"], []).append(run)
+        for rows in by_setting.values():
+            rows.sort(key=lambda run: run["seed"])
         seeds = sorted({run["seed"] for run in result["runs"]})
         reference = {r["seed"]: r["heldout_nats"] for r in by_setting.get(default, [])}
         lines += [f"### `{name}`: {result['steps']} steps", "", provenance(result) + f" Seeds: "
@@ -611,7 +627,7 @@ def text_sweep_section(results, default="w_invsqrtL"):
                 f"| {_mean([r['valid_chrf'] for r in rows]):.1f} "
                 f"| {_mean([r['train_loss_last_10_logs'] for r in rows]):.3f} "
                 f"| {max(r['max_gradient_norm'] for r in rows):.2f} |")
-        lines += [""]
+        lines += [""] + _gate_lines(result["runs"])
         colors = {}
         for setting, rows in by_setting.items():
             color = colors.setdefault(setting, f"C{len(colors) % 10}")
