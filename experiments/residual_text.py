@@ -2,7 +2,7 @@
 
     python experiments/residual_text.py --steps=400 --seeds=0,1,2          # every setting
     python experiments/residual_text.py --steps=20 --settings=w1 --seeds=0 --name=smoke
-    python experiments/residual_text.py --add_learned_gates=residual_text_1400steps
+    python experiments/residual_text.py --add_block_statistics=residual_text_1400steps
 
 The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the branch weight of
 `(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
@@ -25,8 +25,11 @@ rewritten after each run, so a stopped sweep keeps whole seeds. Writes
 docs/results/<name>.json (default `residual_text_<steps>steps`): per run the scores above, the
 mean training loss of the last 10 logs, the largest global gradient norm, the logged curve
 (loss, gradient norm, learning rate), and for `gate` the learned branch weight of every block.
-`--add_learned_gates=NAME --runs=DIR` reads those weights from the checkpoints of an earlier
-results file's runs, without training.
+`--add_block_statistics=NAME --runs=DIR` reads an earlier results file's runs back from their
+checkpoints, without training, and adds the learned weights and every block's branch share:
+the mean square of its weighted branch `w f(x)` over that of its input `x`, on
+BRANCH_SHARE_PAIRS held-out pairs. A gate's w alone does not say how much a block adds, since
+f's own scale is learned too; the share does.
 """
 
 import argparse
@@ -51,6 +54,7 @@ from experiments.translator import held_out_data  # noqa: E402
 from pipelines import datasets  # noqa: E402
 
 VALID_SENTENCES = 100
+BRANCH_SHARE_PAIRS = 100  # held-out pairs for branch_shares
 SETTINGS = ("w0.1", "w0.2", "w0.3", "w_invsqrtL", "w1", "gate", "w_invsqrtL+snn_adam",
             "w_invsqrtL+constant")
 
@@ -103,17 +107,55 @@ def run_config(setting, seed, steps, data, precision, runs=RUNS):
         progress=False, seed=seed, precision=precision, **setting_overrides(setting))
 
 
-def add_learned_gates(name, data, runs):
-    """Fills `learned_gates` into docs/results/<name>.json from its runs' last checkpoints under
-    `runs` (for results written before runs recorded them); keeps the file's commit."""
+def branch_shares(model, sources, targets):
+    """Per block, the mean square of the weighted branch `w f(x)` over the mean square of the
+    block's input `x`, pooled over every position and unit of the given pairs (one pair per
+    call, so no padding enters), without dropout: `{"encoder": [...], "decoder": [...]}` in
+    block order. Sources longer than the model's `max_length` bytes are cut to it."""
+    sums = {id(block): [0.0, 0.0] for block in model.encoder_blocks + model.decoder_blocks}
+
+    def recording(block):
+        residual = block._residual
+
+        def wrapped(inputs, branch):
+            weight = block.gate if block.residual_gate else block.branch_weight
+            sums[id(block)][0] += float(tf.reduce_sum(tf.square(tf.cast(weight * branch,
+                                                                        tf.float32))))
+            sums[id(block)][1] += float(tf.reduce_sum(tf.square(tf.cast(inputs, tf.float32))))
+            return residual(inputs, branch)
+        return wrapped
+
+    blocks = model.encoder_blocks + model.decoder_blocks
+    for block in blocks:
+        block._residual = recording(block)
+    try:
+        evaluation.cross_entropy(model, sources, targets, batch_size=1)
+    finally:
+        for block in blocks:
+            del block._residual  # back to the class's method
+    return {side: [sums[id(b)][0] / sums[id(b)][1] for b in side_blocks]
+            for side, side_blocks in (("encoder", model.encoder_blocks),
+                                      ("decoder", model.decoder_blocks))}
+
+
+def add_block_statistics(name, data, runs):
+    """Fills `learned_gates` and `branch_shares` into docs/results/<name>.json from its runs'
+    last checkpoints under `runs` (for results written before runs recorded them); keeps the
+    file's commit."""
     with open(os.path.join(RESULTS, f"{name}.json")) as f:
         results = json.load(f)
+    sources, targets = datasets.take_pairs(data, "validation", BRANCH_SHARE_PAIRS)
     for row in results["runs"]:
         config = run_config(row["setting"], row["seed"], row["steps"], data,
                             row.get("precision", "float32"), runs)
-        row["learned_gates"] = (learned_gates(last_model(config))
-                                if config.residual_gate else None)
-        print(f"{row['setting']} seed {row['seed']}: {row['learned_gates']}")
+        model = last_model(config)
+        row["learned_gates"] = learned_gates(model)
+        row["branch_shares"] = branch_shares(model, sources, targets)
+        row["branch_share_pairs"] = len(sources)
+        print(f"{row['setting']} seed {row['seed']}: gates {row['learned_gates']}, "
+              f"branch shares {row['branch_shares']}", flush=True)
+    results["block_statistics_command"] = (
+        f"python experiments/residual_text.py --add_block_statistics={name}")
     write_results(name, results, commit_text=results["commit"])
 
 
@@ -149,15 +191,16 @@ def main():
     parser.add_argument("--name", default=None,
                         help="results file docs/results/<name>.json "
                              "(default residual_text_<steps>steps)")
-    parser.add_argument("--add_learned_gates", metavar="NAME", default=None,
-                        help="train nothing: fill the learned gate values into "
-                             "docs/results/NAME.json from its runs' checkpoints under --runs")
-    parser.add_argument("--runs", default=RUNS, help="the runs folder of --add_learned_gates")
+    parser.add_argument("--add_block_statistics", metavar="NAME", default=None,
+                        help="train nothing: fill the learned gate values and each block's "
+                             "branch share into docs/results/NAME.json from its runs' "
+                             "checkpoints under --runs")
+    parser.add_argument("--runs", default=RUNS, help="the runs folder of --add_block_statistics")
     args = parser.parse_args()
-    if args.add_learned_gates:
+    if args.add_block_statistics:
         # The split is written to a fresh folder: a sweep may be reading the runs folder's.
         data, _ = held_out_data(tempfile.mkdtemp(prefix="residual_text_"))
-        add_learned_gates(args.add_learned_gates, data, args.runs)
+        add_block_statistics(args.add_block_statistics, data, args.runs)
         return
     settings = args.settings.split(",")
     for setting in settings:

@@ -8,6 +8,7 @@ import os
 from unittest import mock
 
 import numpy as np
+import keras
 import tensorflow as tf
 
 from bytenet_tf import decoding, inference, zoo
@@ -295,3 +296,45 @@ class LearnedGatesTest(tf.test.TestCase):
                             [0.01 * (i + 1) for i in range(count, len(blocks))])
         fixed = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1)
         self.assertIsNone(residual_text.learned_gates(fixed))
+
+
+class BranchSharesTest(tf.test.TestCase):
+    """`residual_text.branch_shares`: mean square of w f(x) over that of x, per block."""
+
+    PAIRS = (["ein Haus", "", "x" * 40], ["a house", "nothing", "y" * 30])
+
+    def shares(self, **overrides):
+        from experiments import residual_text
+
+        keras.utils.set_random_seed(3)  # the kernels draw from the global generator
+        model = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, seed=3, **overrides)
+        model({"source": tf.constant([[5, 2]]), "target": tf.constant([[1, 6]])})
+        return model, residual_text.branch_shares(model, *self.PAIRS)
+
+    def test_scales_with_the_square_of_the_branch_weight(self):
+        _, small = self.shares(branch_weight=0.2)
+        _, large = self.shares(branch_weight=0.4)
+        self.assertEqual(len(small["encoder"]), 5)
+        self.assertEqual(len(small["decoder"]), 5)
+        self.assertGreater(small["encoder"][0], 0.0)
+        # The first encoder block sees the embedded source whatever w is; every later block
+        # (the decoder's too: it reads the encoder's output) sees an input that depends on w.
+        self.assertAllClose(large["encoder"][0], 4 * small["encoder"][0], rtol=1e-5)
+        self.assertGreater(small["decoder"][0], 0.0)
+
+    def test_reads_a_learned_gate_and_leaves_the_model_as_it_was(self):
+        from experiments import residual_text
+
+        model, closed = self.shares(residual_gate=True)
+        self.assertEqual(closed["encoder"] + closed["decoder"], [0.0] * 10)  # gates start at 0
+        before = evaluation.cross_entropy(model, *self.PAIRS)
+        for block in model.encoder_blocks + model.decoder_blocks:
+            block.gate.assign(0.1)
+        low = residual_text.branch_shares(model, *self.PAIRS)
+        model.encoder_blocks[0].gate.assign(0.3)
+        high = residual_text.branch_shares(model, *self.PAIRS)
+        self.assertAllClose(high["encoder"][0], 9 * low["encoder"][0], rtol=1e-5)
+        for block in model.encoder_blocks + model.decoder_blocks:
+            self.assertNotIn("_residual", vars(block))  # the hook is removed
+            block.gate.assign(0.0)
+        self.assertEqual(evaluation.cross_entropy(model, *self.PAIRS), before)
