@@ -559,18 +559,36 @@ def _precision_note(result):
         f"{precision} on {cpu}" for precision, cpu in sorted(kinds, key=str)) + "."
 
 
-def _gate_lines(runs):
-    """One line per run that recorded learned branch weights (the `gate` setting)."""
-    rows = sorted((run for run in runs if run.get("learned_gates")), key=lambda run: run["seed"])
-    if not rows:
-        return []
-    lines = ["Learned branch weights w of the `gate` runs, by block from the input side "
-             "(encoder | decoder):", ""]
-    for run in rows:
-        gates = run["learned_gates"]
-        lines.append(f"- seed {run['seed']}: " + " | ".join(
-            ", ".join(f"{w:.2f}" for w in gates[side]) for side in ("encoder", "decoder")))
-    return lines + [""]
+def _block_lines(runs):
+    """The learned branch weights of the `gate` runs and, where recorded, every run's branch
+    shares (`residual_text.branch_shares`)."""
+    lines = []
+    gated = sorted((run for run in runs if run.get("learned_gates")), key=lambda run: run["seed"])
+    if gated:
+        lines += ["Learned branch weights w of the `gate` runs, by block from the input side "
+                  "(encoder | decoder):", ""]
+        for run in gated:
+            gates = run["learned_gates"]
+            lines.append(f"- seed {run['seed']}: " + " | ".join(
+                ", ".join(f"{w:.2f}" for w in gates[side]) for side in ("encoder", "decoder")))
+        lines += [""]
+    shared = sorted((run for run in runs if run.get("branch_shares")),
+                    key=lambda run: (run["setting"], run["seed"]))
+    if shared:
+        lines += [f"Branch share of each block after training: the mean square of its weighted "
+                  f"branch `w f(x)` over that of its input `x`, on the first "
+                  f"{shared[0]['branch_share_pairs']} held-out pairs, no dropout (at "
+                  "initialization w^2, 0.067 for w_invsqrtL and 0 for gate). Mean over the 15 "
+                  "blocks of a side, and its smallest and largest block.", "",
+                  "| setting | seed | encoder: mean (min-max) | decoder: mean (min-max) |",
+                  "|---|---|---|---|"]
+        for run in shared:
+            cells = [f"{_mean(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+                     for values in (run["branch_shares"]["encoder"],
+                                    run["branch_shares"]["decoder"])]
+            lines.append(f"| {run['setting']} | {run['seed']} | {cells[0]} | {cells[1]} |")
+        lines += [""]
+    return lines
 
 
 def text_sweep_section(results, default="w_invsqrtL"):
@@ -606,7 +624,10 @@ def text_sweep_section(results, default="w_invsqrtL"):
         reference = {r["seed"]: r["heldout_nats"] for r in by_setting.get(default, [])}
         lines += [f"### `{name}`: {result['steps']} steps", "", provenance(result) + f" Seeds: "
                   f"{', '.join(map(str, seeds))} (a setting's runs are listed in seed order). "
-                  + _precision_note(result), "",
+                  + _precision_note(result)
+                  + (f" Block statistics: `{result['block_statistics_command']}`, from the "
+                     "runs' last checkpoints." if "block_statistics_command" in result else ""),
+                  "",
                   "| rank | setting | seeds | held-out loss, mean (per seed) "
                   f"| vs {default}, mean (per seed) "
                   "| greedy BLEU, mean (per seed) | chrF, mean | train loss (last 10 logs), mean "
@@ -627,7 +648,7 @@ def text_sweep_section(results, default="w_invsqrtL"):
                 f"| {_mean([r['valid_chrf'] for r in rows]):.1f} "
                 f"| {_mean([r['train_loss_last_10_logs'] for r in rows]):.3f} "
                 f"| {max(r['max_gradient_norm'] for r in rows):.2f} |")
-        lines += [""] + _gate_lines(result["runs"])
+        lines += [""] + _block_lines(result["runs"])
         colors = {}
         for setting, rows in by_setting.items():
             color = colors.setdefault(setting, f"C{len(colors) % 10}")
