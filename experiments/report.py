@@ -559,10 +559,10 @@ def _precision_note(result):
         f"{precision} on {cpu}" for precision, cpu in sorted(kinds, key=str)) + "."
 
 
-def _block_lines(runs):
+def _block_lines(result):
     """The learned branch weights of the `gate` runs and, where recorded, every run's branch
-    shares (`residual_text.branch_shares`)."""
-    lines = []
+    shares (`residual_text.branch_shares`), after training and at initialization."""
+    runs, lines = result["runs"], []
     gated = sorted((run for run in runs if run.get("learned_gates")), key=lambda run: run["seed"])
     if gated:
         lines += ["Learned branch weights w of the `gate` runs, by block from the input side "
@@ -575,18 +575,20 @@ def _block_lines(runs):
     shared = sorted((run for run in runs if run.get("branch_shares")),
                     key=lambda run: (run["setting"], run["seed"]))
     if shared:
-        lines += [f"Branch share of each block after training: the mean square of its weighted "
-                  f"branch `w f(x)` over that of its input `x`, on the first "
-                  f"{shared[0]['branch_share_pairs']} held-out pairs, no dropout (at "
-                  "initialization w^2, 0.067 for w_invsqrtL and 0 for gate). Mean over the 15 "
-                  "blocks of a side, and its smallest and largest block.", "",
+        lines += [f"Branch share of each block: the mean square of its weighted branch "
+                  f"`w f(x)` over that of its input `x`, on the first "
+                  f"{shared[0]['branch_share_pairs']} held-out pairs, no dropout, after "
+                  "training and at initialization (seed 0). Mean over the blocks of a side, and "
+                  "its smallest and largest block.", "",
                   "| setting | seed | encoder: mean (min-max) | decoder: mean (min-max) |",
                   "|---|---|---|---|"]
-        for run in shared:
+        initial = [(setting, "init", shares) for setting, shares
+                   in sorted(result.get("initial_branch_shares", {}).items())]
+        for setting, seed, shares in initial + [(run["setting"], run["seed"],
+                                                 run["branch_shares"]) for run in shared]:
             cells = [f"{_mean(values):.3f} ({min(values):.3f}-{max(values):.3f})"
-                     for values in (run["branch_shares"]["encoder"],
-                                    run["branch_shares"]["decoder"])]
-            lines.append(f"| {run['setting']} | {run['seed']} | {cells[0]} | {cells[1]} |")
+                     for values in (shares["encoder"], shares["decoder"])]
+            lines.append(f"| {setting} | {seed} | {cells[0]} | {cells[1]} |")
         lines += [""]
     return lines
 
@@ -648,7 +650,7 @@ def text_sweep_section(results, default="w_invsqrtL"):
                 f"| {_mean([r['valid_chrf'] for r in rows]):.1f} "
                 f"| {_mean([r['train_loss_last_10_logs'] for r in rows]):.3f} "
                 f"| {max(r['max_gradient_norm'] for r in rows):.2f} |")
-        lines += [""] + _block_lines(result["runs"])
+        lines += [""] + _block_lines(result)
         colors = {}
         for setting, rows in by_setting.items():
             color = colors.setdefault(setting, f"C{len(colors) % 10}")

@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 
+import keras
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -154,6 +155,13 @@ def add_block_statistics(name, data, runs):
         row["branch_share_pairs"] = len(sources)
         print(f"{row['setting']} seed {row['seed']}: gates {row['learned_gates']}, "
               f"branch shares {row['branch_shares']}", flush=True)
+    # The same statistic at initialization (seed 0), the reference point of the trained ones.
+    results["initial_branch_shares"] = {}
+    for setting in sorted({row["setting"] for row in results["runs"]}):
+        config = resolve(run_config(setting, 0, 1, data, "float32", runs))
+        keras.utils.set_random_seed(0)
+        model = zoo.build_model(config.model, **model_overrides(config))
+        results["initial_branch_shares"][setting] = branch_shares(model, sources, targets)
     results["block_statistics_command"] = (
         f"python experiments/residual_text.py --add_block_statistics={name}")
     write_results(name, results, commit_text=results["commit"])
