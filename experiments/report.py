@@ -614,6 +614,7 @@ def text_sweep_section(results, default="w_invsqrtL"):
              f"by its mean over seeds. `vs {default}`: the setting's held-out loss minus "
              f"{default}'s on the same seed (the same batches), mean and per seed; negative "
              "means the setting is better.", ""]
+    colors = {}  # shared by the rows, so a setting keeps its color
     for row_axes, (name, result) in zip(axes, sorted(results.items(),
                                                      key=lambda item: item[1]["steps"])):
         ax_loss, ax_norm, ax_held = row_axes
@@ -651,23 +652,23 @@ def text_sweep_section(results, default="w_invsqrtL"):
                 f"| {_mean([r['train_loss_last_10_logs'] for r in rows]):.3f} "
                 f"| {max(r['max_gradient_norm'] for r in rows):.2f} |")
         lines += [""] + _block_lines(result)
-        colors = {}
         for setting, rows in by_setting.items():
-            color = colors.setdefault(setting, f"C{len(colors) % 10}")
+            color = colors.setdefault(setting, f"C{len(colors) % 10}")  # one color per setting
             for i, run in enumerate(rows):
                 logs = [r for r in run["curve"] if "loss" in r]
                 label = setting if i == 0 else None
+                style = "--" if setting == "gate" else "-"  # red and brown look alike
                 ax_loss.plot([r["step"] for r in logs], ema([r["loss"] for r in logs]),
-                             color=color, lw=0.8, label=label)
+                             color=color, ls=style, lw=0.8, label=label)
                 ax_norm.plot([r["step"] for r in logs], ema([r["gradient_norm"] for r in logs]),
-                             color=color, lw=0.8)
-            ax_held.scatter([list(colors).index(setting)] * len(rows),
+                             color=color, ls=style, lw=0.8)
+            ax_held.scatter([list(by_setting).index(setting)] * len(rows),
                             [r["heldout_nats"] for r in rows], color=color, s=14)
         ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)",
                     ylim=(1.0, 3.2), title=f"{name}: {result['steps']} steps")
         ax_norm.set(xlabel="step", ylabel="global gradient norm (EMA 0.8)", yscale="log")
-        ax_held.set(ylabel="held-out nats/byte (a dot per seed)", xticks=range(len(colors)))
-        ax_held.set_xticklabels(list(colors), rotation=45, ha="right", fontsize=7)
+        ax_held.set(ylabel="held-out nats/byte (a dot per seed)", xticks=range(len(by_setting)))
+        ax_held.set_xticklabels(list(by_setting), rotation=45, ha="right", fontsize=7)
         ax_loss.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "residual_text.png"))
