@@ -74,12 +74,24 @@ def cpu_name():
             f"model {fields.get('model', '?')})")
 
 
+def new_model(config):
+    """The run's model, freshly built (its weights drawn from the global Keras generator)."""
+    config = resolve(config)
+    return zoo.build_model(config.model, **model_overrides(config))
+
+
 def last_model(config):
     """The run's model at its last checkpoint."""
-    config = resolve(config)
-    model = zoo.build_model(config.model, **model_overrides(config))
+    model = new_model(config)
     trainer.restore_model(model, tf.train.latest_checkpoint(config.model_dir))
     return model
+
+
+def _per_side(model, value):
+    """`{"encoder": [...], "decoder": [...]}`: `value(block)` for each block, in block order."""
+    return {side: [value(block) for block in blocks]
+            for side, blocks in (("encoder", model.encoder_blocks),
+                                 ("decoder", model.decoder_blocks))}
 
 
 def heldout_loss(config, model):
@@ -93,9 +105,7 @@ def learned_gates(model):
     [...]}` in block order, or None when the model has fixed weights."""
     if not model.residual_gate:
         return None
-    return {side: [float(block.gate.numpy()) for block in blocks]
-            for side, blocks in (("encoder", model.encoder_blocks),
-                                 ("decoder", model.decoder_blocks))}
+    return _per_side(model, lambda block: float(block.gate.numpy()))
 
 
 def run_config(setting, seed, steps, data, precision, runs=RUNS):
@@ -112,8 +122,10 @@ def branch_shares(model, sources, targets):
     """Per block, the mean square of the weighted branch `w f(x)` over the mean square of the
     block's input `x`, pooled over every position and unit of the given pairs (one pair per
     call, so no padding enters), without dropout: `{"encoder": [...], "decoder": [...]}` in
-    block order. Sources longer than the model's `max_length` bytes are cut to it."""
-    sums = {id(block): [0.0, 0.0] for block in model.encoder_blocks + model.decoder_blocks}
+    block order. Pairs longer than the model's `max_length` are left out, as
+    `evaluation.cross_entropy` leaves them out."""
+    blocks = model.encoder_blocks + model.decoder_blocks
+    sums = {id(block): [0.0, 0.0] for block in blocks}
 
     def recording(block):
         residual = block._residual
@@ -126,7 +138,6 @@ def branch_shares(model, sources, targets):
             return residual(inputs, branch)
         return wrapped
 
-    blocks = model.encoder_blocks + model.decoder_blocks
     for block in blocks:
         block._residual = recording(block)
     try:
@@ -134,9 +145,7 @@ def branch_shares(model, sources, targets):
     finally:
         for block in blocks:
             del block._residual  # back to the class's method
-    return {side: [sums[id(b)][0] / sums[id(b)][1] for b in side_blocks]
-            for side, side_blocks in (("encoder", model.encoder_blocks),
-                                      ("decoder", model.decoder_blocks))}
+    return _per_side(model, lambda block: sums[id(block)][0] / sums[id(block)][1])
 
 
 def add_block_statistics(name, data, runs):
@@ -158,9 +167,8 @@ def add_block_statistics(name, data, runs):
     # The same statistic at initialization (seed 0), the reference point of the trained ones.
     results["initial_branch_shares"] = {}
     for setting in sorted({row["setting"] for row in results["runs"]}):
-        config = resolve(run_config(setting, 0, 1, data, "float32", runs))
-        keras.utils.set_random_seed(0)
-        model = zoo.build_model(config.model, **model_overrides(config))
+        keras.utils.set_random_seed(0)  # as the trainer seeds a run's initialization
+        model = new_model(run_config(setting, 0, 1, data, "float32", runs))
         results["initial_branch_shares"][setting] = branch_shares(model, sources, targets)
     results["block_statistics_command"] = (
         f"python experiments/residual_text.py --add_block_statistics={name}")

@@ -7,8 +7,8 @@ import math
 import os
 from unittest import mock
 
-import numpy as np
 import keras
+import numpy as np
 import tensorflow as tf
 
 from bytenet_tf import decoding, inference, zoo
