@@ -32,6 +32,11 @@ from pipelines import byte_codec  # noqa: E402
 from pipelines.datasets import DataSpec  # noqa: E402
 
 
+def significant(value, digits=6):
+    """`value` to `digits` significant digits. Fixed decimals would not do: a tiny model's step
+    takes a few milliseconds, and 5 decimals of a second then lose up to 0.2% of it."""
+    return float(f"{value:.{digits}g}")
+
 
 def matmul_peak(dtype, size=4096, repeats=10):
     """GFLOP/s of a `size` x `size` matmul in `dtype` (best of `repeats`)."""
@@ -127,11 +132,11 @@ def main():
         "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
         "ops_policy": args.ops_policy,
-        "parameters": model.count_params(), "seconds_per_step": round(seconds, 5),
-        "seconds_per_step_min_max": [round(min(times), 5), round(max(times), 5)],
-        "target_bytes_per_s": round(args.batch_size * args.length / seconds, 1),
-        "gflop_per_step": round(step_flops / 1e9, 3), "gflop_per_s": round(achieved, 2),
-        "matmul_peak_gflop_per_s": round(peak, 2), "fraction_of_peak": round(achieved / peak, 4),
+        "parameters": model.count_params(), "seconds_per_step": significant(seconds),
+        "seconds_per_step_min_max": [significant(min(times)), significant(max(times))],
+        "target_bytes_per_s": significant(args.batch_size * args.length / seconds),
+        "gflop_per_step": significant(step_flops / 1e9), "gflop_per_s": significant(achieved),
+        "matmul_peak_gflop_per_s": significant(peak), "fraction_of_peak": significant(achieved / peak),
     }
     print(f"{args.model} h{args.hidden_size} x{args.num_stacks} stacks, {args.batch_size}x"
           f"{args.length} bytes, {args.precision}: {seconds * 1000:.1f} ms/step, "

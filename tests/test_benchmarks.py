@@ -31,8 +31,9 @@ class BenchmarksTest(tf.test.TestCase):
 
     def test_train_throughput_reports_bytes_flops_and_peak(self):
         result = _last_json("train_throughput.py", "--precision=float32")
+        # Reported to 6 significant digits: a tiny step of a few ms keeps its precision.
         self.assertAllClose(result["target_bytes_per_s"], 2 * 16 / result["seconds_per_step"],
-                            rtol=1e-3)
+                            rtol=1e-4)
         self.assertGreater(result["gflop_per_s"], 0)
         # It times the step the binary runs, on the policy the binary picks on a CPU.
         self.assertIn(result["ops_policy"], ("cpu", "cpu_fused"))
