@@ -664,8 +664,11 @@ def text_sweep_section(results, default="w_invsqrtL"):
                              color=color, ls=style, lw=0.8)
             ax_held.scatter([list(by_setting).index(setting)] * len(rows),
                             [r["heldout_nats"] for r in rows], color=color, s=14)
+        lowest = min(min(ema([r["loss"] for r in run["curve"] if "loss" in r]))
+                     for run in result["runs"])
+        # The top cuts the first steps' unigram plateau; the bottom follows the longest runs.
         ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)",
-                    ylim=(1.0, 3.2), title=f"{name}: {result['steps']} steps")
+                    ylim=(min(1.0, lowest - 0.05), 3.2), title=f"{name}: {result['steps']} steps")
         ax_norm.set(xlabel="step", ylabel="global gradient norm (EMA 0.8)", yscale="log")
         ax_held.set(ylabel="held-out nats/byte (a dot per seed)", xticks=range(len(by_setting)))
         ax_held.set_xticklabels(list(by_setting), rotation=45, ha="right", fontsize=7)
