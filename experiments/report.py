@@ -7,6 +7,7 @@ is missing say so rather than show stale figures.
 """
 
 import json
+import math
 import os
 import sys
 
@@ -652,20 +653,21 @@ def text_sweep_section(results, default="w_invsqrtL"):
                 f"| {_mean([r['train_loss_last_10_logs'] for r in rows]):.3f} "
                 f"| {max(r['max_gradient_norm'] for r in rows):.2f} |")
         lines += [""] + _block_lines(result)
+        lowest = math.inf  # the lowest smoothed training loss, for the axis
         for setting, rows in by_setting.items():
             color = colors.setdefault(setting, f"C{len(colors) % 10}")  # one color per setting
             for i, run in enumerate(rows):
                 logs = [r for r in run["curve"] if "loss" in r]
                 label = setting if i == 0 else None
                 style = "--" if setting == "gate" else "-"  # red and brown look alike
-                ax_loss.plot([r["step"] for r in logs], ema([r["loss"] for r in logs]),
+                smoothed = ema([r["loss"] for r in logs])
+                lowest = min(lowest, min(smoothed))
+                ax_loss.plot([r["step"] for r in logs], smoothed,
                              color=color, ls=style, lw=0.8, label=label)
                 ax_norm.plot([r["step"] for r in logs], ema([r["gradient_norm"] for r in logs]),
                              color=color, ls=style, lw=0.8)
             ax_held.scatter([list(by_setting).index(setting)] * len(rows),
                             [r["heldout_nats"] for r in rows], color=color, s=14)
-        lowest = min(min(ema([r["loss"] for r in run["curve"] if "loss" in r]))
-                     for run in result["runs"])
         # The top cuts the first steps' unigram plateau; the bottom follows the longest runs.
         ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)",
                     ylim=(min(1.0, lowest - 0.05), 3.2), title=f"{name}: {result['steps']} steps")
