@@ -82,13 +82,14 @@ def add_step_arguments(parser, steps, warmup):
     parser.add_argument("--warmup", type=int, default=warmup)
 
 
-def build_step(args):
-    """`(model, train_step, iterator)`: the binary's train step over real batches of `args`."""
+def build_step(args, **overrides):
+    """`(model, train_step, iterator)`: the binary's train step over real batches of `args`;
+    `overrides` go to `zoo.build_model` (e.g. `residual_gate=True`)."""
     keras.utils.set_random_seed(0)
     args.ops_policy, _ = ops.resolve_policy(args.ops_policy)
     model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
                             dtype=args.precision, max_length=args.length + 1, seed=0,
-                            ops_policy=args.ops_policy)
+                            ops_policy=args.ops_policy, **overrides)
     # The binary's optimizer, with the default learning-rate schedule of a text run.
     config = resolve(TrainConfig(model=args.model, data=DataSpec(dataset="text")))
     optimizer = trainer.make_optimizer(config, args.precision)

@@ -560,6 +560,18 @@ def _precision_note(result):
         f"{precision} on {cpu}" for precision, cpu in sorted(kinds, key=str)) + "."
 
 
+def _merged_note(result):
+    """Where the runs that `residual_text.py --merge` moved into a results file came from."""
+    notes = []
+    for part in result.get("merged", []):
+        runs = ", ".join(f"{setting} seed {seed}" for setting, seed in part["settings_and_seeds"])
+        notes.append(f"Runs {runs}: `{part['command']}` at commit `{part['commit']}`"
+                     + (f", block statistics `{part['block_statistics_command']}`"
+                        if "block_statistics_command" in part else "")
+                     + ", merged in with `--merge`. ")
+    return "".join(notes)
+
+
 def _block_lines(result):
     """The learned branch weights of the `gate` runs and, where recorded, every run's branch
     shares (`residual_text.branch_shares`), after training and at initialization."""
@@ -628,7 +640,7 @@ def text_sweep_section(results, default="w_invsqrtL"):
         reference = {r["seed"]: r["heldout_nats"] for r in by_setting.get(default, [])}
         lines += [f"### `{name}`: {result['steps']} steps", "", provenance(result) + f" Seeds: "
                   f"{', '.join(map(str, seeds))} (a setting's runs are listed in seed order). "
-                  + _precision_note(result)
+                  + _merged_note(result) + _precision_note(result)
                   + (f" Block statistics: `{result['block_statistics_command']}`, from the "
                      "runs' last checkpoints." if "block_statistics_command" in result else ""),
                   "",

@@ -3,6 +3,8 @@
     python experiments/residual_text.py --steps=400 --seeds=0,1,2          # every setting
     python experiments/residual_text.py --steps=20 --settings=w1 --seeds=0 --name=smoke
     python experiments/residual_text.py --add_block_statistics=residual_text_1400steps
+    python experiments/residual_text.py --merge=residual_text_2800steps_seed2 \
+        --name=residual_text_2800steps
 
 The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the branch weight of
 `(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
@@ -30,6 +32,11 @@ checkpoints, without training, and adds the learned weights and every block's br
 the mean square of its weighted branch `w f(x)` over that of its input `x`, on
 BRANCH_SHARE_PAIRS held-out pairs. A gate's w alone does not say how much a block adds, since
 f's own scale is learned too; the share does.
+
+`--merge=SOURCE --name=NAME` moves the runs of docs/results/SOURCE.json into NAME.json, so that
+seeds run later, or on another machine, join their sweep's table. Both files must hold the same
+sweep (steps, held-out split, weights, validation size) and no setting and seed twice; NAME.json
+lists SOURCE's command and commit under `merged`, and SOURCE.json is then removed.
 """
 
 import argparse
@@ -175,6 +182,46 @@ def add_block_statistics(name, data, runs):
     write_results(name, results, commit_text=results["commit"])
 
 
+# What two results files must share for their runs to be one sweep.
+SWEEP_KEYS = ("steps", "weights", "held_out_validation", "valid_sentences")
+
+
+def merge_results(source, name):
+    """Moves the runs of docs/results/<source>.json into <name>.json (see the module's text);
+    returns the merged results. Raises ValueError, naming the key or the runs, when the two
+    files are not one sweep or share a setting and seed; nothing is written then."""
+    if source == name:
+        raise ValueError(f"--merge={source} and --name={name} are the same file")
+    loaded = {}
+    for key in (source, name):
+        path = os.path.join(RESULTS, f"{key}.json")
+        if not os.path.exists(path):
+            raise ValueError(f"--merge: no results file {path}; give the names of two files in "
+                             f"{RESULTS} without `.json`")
+        with open(path) as f:
+            loaded[key] = json.load(f)
+    into, extra = loaded[name], loaded[source]
+    for key in SWEEP_KEYS:
+        if into.get(key) != extra.get(key):
+            raise ValueError(f"--merge: {source} and {name} are not one sweep: their `{key}` "
+                             f"differs ({str(extra.get(key))[:80]} vs {str(into.get(key))[:80]})")
+    pairs = lambda results: {(run["setting"], run["seed"]) for run in results["runs"]}  # noqa: E731
+    twice = sorted(pairs(into) & pairs(extra))
+    if twice:
+        raise ValueError(f"--merge: {source} and {name} both hold runs of (setting, seed) "
+                         f"{twice}; remove one of them first")
+    merged = dict(into, runs=into["runs"] + extra["runs"])
+    merged["merged"] = into.get("merged", []) + extra.get("merged", []) + [
+        {key: extra[key] for key in ("command", "commit", "block_statistics_command")
+         if key in extra} | {"settings_and_seeds": [list(pair) for pair in sorted(pairs(extra))]}]
+    # Shares at initialization do not depend on the runs, so either file's will do.
+    if "initial_branch_shares" in extra and "initial_branch_shares" not in into:
+        merged["initial_branch_shares"] = extra["initial_branch_shares"]
+    write_results(name, merged, commit_text=into["commit"])
+    os.remove(os.path.join(RESULTS, f"{source}.json"))
+    return merged
+
+
 def run(setting, seed, steps, data, precision):
     config = run_config(setting, seed, steps, data, precision)
     model_dir = config.model_dir
@@ -212,7 +259,19 @@ def main():
                              "branch share into docs/results/NAME.json from its runs' "
                              "checkpoints under --runs")
     parser.add_argument("--runs", default=RUNS, help="the runs folder of --add_block_statistics")
+    parser.add_argument("--merge", metavar="SOURCE", default=None,
+                        help="train nothing: move the runs of docs/results/SOURCE.json into "
+                             "docs/results/NAME.json (--name), then remove SOURCE.json")
     args = parser.parse_args()
+    if args.merge:
+        if not args.name:
+            parser.error("--merge needs --name, the results file to merge into")
+        try:
+            merged = merge_results(args.merge, args.name)
+        except ValueError as error:
+            parser.error(str(error))
+        print(f"merged {args.merge} into {args.name}: {len(merged['runs'])} runs")
+        return
     if args.add_block_statistics:
         # The split is written to a fresh folder: a sweep may be reading the runs folder's.
         data, _ = held_out_data(tempfile.mkdtemp(prefix="residual_text_"))

@@ -1,4 +1,4 @@
-"""The throughput and profile benchmarks run, at a tiny size, and end with the JSON they promise."""
+"""The throughput, gate-cost and profile benchmarks run, at a tiny size, and end with the JSON they promise."""
 
 import json
 import os
@@ -40,6 +40,15 @@ class BenchmarksTest(tf.test.TestCase):
         self.assertGreater(result["matmul_peak_gflop_per_s"], result["gflop_per_s"])
         self.assertAlmostEqual(result["fraction_of_peak"],
                                result["gflop_per_s"] / result["matmul_peak_gflop_per_s"], places=2)
+
+    def test_residual_gate_cost_alternates_rounds_and_reports_their_median(self):
+        result = _last_json("residual_gate_cost.py", "--precision=float32", "--rounds=3")
+        ratios = result["gate_over_fixed_per_round"]
+        self.assertLen(ratios, 3)
+        self.assertEqual(result["steps_per_round"], 2)
+        self.assertAllGreater(ratios, 0.0)
+        self.assertAllClose(result["gate_over_fixed"], sorted(ratios)[1], rtol=1e-3)
+        self.assertCountEqual(result["seconds_per_step"], ["fixed", "gate"])
 
     def test_profile_lists_the_matmuls(self):
         result = _last_json("profile_train_step.py", "--precision=float32",

@@ -338,3 +338,51 @@ class BranchSharesTest(tf.test.TestCase):
             self.assertNotIn("_residual", vars(block))  # the hook is removed
             block.gate.assign(0.0)
         self.assertEqual(evaluation.cross_entropy(model, *self.PAIRS), before)
+
+
+class MergeResultsTest(tf.test.TestCase):
+    """`residual_text.py --merge`: later seeds join their sweep's results file."""
+
+    def write(self, folder, name, seeds, steps=2800, commit="aaaaaaa"):
+        results = {"command": f"python experiments/residual_text.py --seeds={seeds}",
+                   "steps": steps, "weights": {"w0.3": 0.3}, "valid_sentences": 100,
+                   "held_out_validation": {"newstest2010": 22}, "commit": commit,
+                   "runs": [{"setting": setting, "seed": seed, "heldout_nats": 1.0 + seed}
+                            for seed in seeds for setting in ("w0.3", "gate")]}
+        with open(os.path.join(folder, f"{name}.json"), "w") as f:
+            json.dump(results, f)
+        return results
+
+    def read(self, folder, name):
+        with open(os.path.join(folder, f"{name}.json")) as f:
+            return json.load(f)
+
+    def test_moves_the_runs_records_their_command_and_refuses_another_sweep(self):
+        from experiments import common, residual_text
+
+        folder = self.get_temp_dir()
+        with mock.patch.object(residual_text, "RESULTS", folder), \
+                mock.patch.object(common, "RESULTS", folder):
+            first = self.write(folder, "sweep", [0, 1])
+            later = self.write(folder, "later", [2], commit="bbbbbbb")
+            merged = residual_text.merge_results("later", "sweep")
+            self.assertEqual(self.read(folder, "sweep"), merged)
+            self.assertFalse(os.path.exists(os.path.join(folder, "later.json")))
+            self.assertEqual(merged["runs"], first["runs"] + later["runs"])
+            self.assertEqual(merged["commit"], "aaaaaaa")  # the file keeps its own commit
+            self.assertEqual(merged["merged"], [{
+                "command": later["command"], "commit": "bbbbbbb",
+                "settings_and_seeds": [["gate", 2], ["w0.3", 2]]}])
+
+            # Another sweep (other steps), or a setting and seed already there: refused, and
+            # neither file changes.
+            self.write(folder, "short", [3], steps=400)
+            self.write(folder, "again", [2])
+            for source, says in (("short", "`steps` differs"), ("again", "('gate', 2)"),
+                                 ("missing", "no results file"), ("sweep", "the same file")):
+                with self.assertRaisesRegex(ValueError, says.replace("(", r"\(")
+                                            .replace(")", r"\)")):
+                    residual_text.merge_results(source, "sweep")
+            self.assertEqual(self.read(folder, "sweep"), merged)
+            self.assertTrue(os.path.exists(os.path.join(folder, "short.json")))
+            self.assertTrue(os.path.exists(os.path.join(folder, "again.json")))
