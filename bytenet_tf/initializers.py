@@ -6,9 +6,14 @@ kernel of shape `(k, in, out)` therefore gets variance `1 / (3 * sqrt(k * in * o
 smaller than LeCun's `1 / (k * in)` at the thesis's widths (hidden 400, k = 3: about 1/2900
 against 1/1200 for the dilated conv), so each residual branch starts small. A 2-D shape
 (embedding matrices, dense kernels) uses `fan_in = shape[0]`.
+
+`seeded_copy(initializer, seed)` gives one weight its own copy of an initializer, seeded from a
+layer's seed and the weight's name (`derive_seed`), so that a model built twice with one seed
+gets the same weights and no two of its weights share a draw.
 """
 
 import math
+import zlib
 
 import keras
 
@@ -40,3 +45,38 @@ class SugartensorHeUniform(keras.initializers.Initializer):
 
     def get_config(self):
         return {"seed": self.seed}
+
+
+def derive_seed(seed, name):
+    """An int seed for the weight `name` of a layer seeded with `seed`, or None if `seed` is None.
+
+    Distinct names give unrelated seeds (a CRC-32 of both), so a layer can seed each of its
+    weights from its one `seed` argument.
+    """
+    if seed is None:
+        return None
+    return zlib.crc32(f"{int(seed)}/{name}".encode()) & 0x7FFFFFFF
+
+
+def seeded_copy(initializer, seed):
+    """A fresh copy of `initializer` for one weight, drawing with `seed` if it has none.
+
+    Keras's random initializers draw the same values at every call when they hold an int seed,
+    and an unseeded one picks its int seed when it is created; one initializer object shared by
+    two weights of the same shape therefore gives both the same values. Each weight gets its
+    own copy here. With an int `seed`, a copy whose config has `seed: None` draws with `seed`;
+    an initializer that was given a seed of its own keeps it, and one with no seed in its
+    config (`zeros`, `ones`) is copied as it is.
+
+    Args:
+        initializer: a Keras initializer object, name or config.
+        seed: int or None.
+
+    Returns:
+        A `keras.initializers.Initializer`.
+    """
+    config = keras.initializers.serialize(keras.initializers.get(initializer))
+    inner = config.get("config") if isinstance(config, dict) else None
+    if seed is not None and isinstance(inner, dict) and "seed" in inner and inner["seed"] is None:
+        config = dict(config, config=dict(inner, seed=int(seed)))
+    return keras.initializers.get(config)

@@ -82,7 +82,7 @@ def cpu_name():
 
 
 def new_model(config):
-    """The run's model, freshly built (its weights drawn from the global Keras generator)."""
+    """The run's model, freshly built (its weights drawn from the config's seed)."""
     config = resolve(config)
     return zoo.build_model(config.model, **model_overrides(config))
 

@@ -108,6 +108,61 @@ class SugartensorInitializerTest(tf.test.TestCase):
         self.assertEqual(SugartensorHeUniform.from_config(init.get_config()).seed, 3)
 
 
+def _random_weights(model):
+    """`{path: array}` of the weights that an initializer draws at random (not zeros or ones)."""
+    return {weight.path: weight.numpy() for weight in model.weights
+            if weight.trainable and np.unique(weight.numpy()).size > 2}
+
+
+class SeedingTest(parameterized.TestCase, tf.test.TestCase):
+    """`seed` decides every random weight, and no two weights share a draw."""
+
+    @parameterized.named_parameters(*MODELS)
+    def test_one_seed_builds_equal_models(self, name):
+        first = _random_weights(bytenet_tf.build_model(name, **SMALL))
+        second = _random_weights(bytenet_tf.build_model(name, **SMALL))
+        self.assertEqual(sorted(first), sorted(second))
+        for path in first:
+            self.assertAllEqual(first[path], second[path], msg=path)
+
+    @parameterized.named_parameters(*MODELS)
+    def test_two_seeds_differ_in_every_random_weight(self, name):
+        first = _random_weights(bytenet_tf.build_model(name, **dict(SMALL, seed=1)))
+        second = _random_weights(bytenet_tf.build_model(name, **dict(SMALL, seed=2)))
+        same = [path for path in first if np.array_equal(first[path], second[path])]
+        self.assertEmpty(same)
+
+    @parameterized.named_parameters(*MODELS)
+    def test_no_two_weights_share_their_values(self, name):
+        # One initializer object shared by two weights gave the source and target embeddings the
+        # same table; an int seed reused across a block's convolutions would do the same.
+        for seed in (1, None):
+            weights = _random_weights(bytenet_tf.build_model(name, **dict(SMALL, seed=seed)))
+            firsts = {}
+            for path, value in weights.items():
+                key = tuple(np.ravel(value)[:8].tolist())
+                self.assertNotIn(key, firsts, msg=f"{path} starts as {firsts.get(key)} does")
+                firsts[key] = path
+
+    def test_unseeded_models_follow_the_global_keras_seed(self):
+        keras.utils.set_random_seed(5)
+        first = _random_weights(bytenet_tf.build_model("bytenet_selu", hidden_size=16,
+                                                       num_stacks=1))
+        keras.utils.set_random_seed(5)
+        second = _random_weights(bytenet_tf.build_model("bytenet_selu", hidden_size=16,
+                                                        num_stacks=1))
+        for path in first:
+            self.assertAllEqual(first[path], second[path], msg=path)
+
+    def test_seeded_copy_keeps_an_initializers_own_seed(self):
+        from bytenet_tf.initializers import seeded_copy
+        own = seeded_copy(keras.initializers.GlorotUniform(seed=11), seed=3)
+        self.assertEqual(own.get_config()["seed"], 11)
+        self.assertEqual(seeded_copy("lecun_uniform", seed=3).get_config()["seed"], 3)
+        self.assertIsNone(seeded_copy("lecun_uniform", seed=None).get_config()["seed"])
+        self.assertIsInstance(seeded_copy("zeros", seed=3), keras.initializers.Zeros)
+
+
 class CausalityTest(parameterized.TestCase, tf.test.TestCase):
 
     @parameterized.named_parameters(
@@ -149,14 +204,25 @@ class ReceptiveFieldTest(tf.test.TestCase):
         expected = 1 + 2 * (3 - 1) * (1 + 2 + 4 + 8 + 16)
         self.assertEqual(model.receptive_field, expected)
         length = expected + 10
-        # Sources of one byte: past position 1 the decoder sees only target bytes.
+        # Sources of one byte: past position 1 the decoder sees only target bytes. Target id 41
+        # appears at position 0 only, so the gradient of a position's logits with respect to
+        # row 41 of the target embedding is that position's dependence on position 0. A
+        # gradient, not the change of the logits when position 0 changes: the farthest path
+        # is one chain of small weights, and its effect on the logits can round away in
+        # float32 (it did for some seeds), while its gradient cannot.
         source = [[5, byte_codec.EOS_ID]]
         target = np.full((1, length), 40)
-        changed = target.copy()
-        changed[0, 0] = 41
-        difference = np.abs(model(_inputs(source, changed)) - model(_inputs(source, target)))
-        touched = np.nonzero(difference.max(axis=-1)[0] > 0)[0]
+        target[0, 0] = 41
+        projection = tf.random.stateless_normal([byte_codec.VOCAB_SIZE], seed=[1, 2])
+        embeddings = model.target_embedding.embeddings
+        with tf.GradientTape(persistent=True) as tape:
+            logits = model(_inputs(source, target))
+            per_position = tf.unstack(tf.linalg.matvec(logits[0], projection))
+        reach = [np.abs(tf.convert_to_tensor(tape.gradient(value, embeddings))[41]).max()
+                 for value in per_position]
+        touched = np.nonzero(np.array(reach) > 0)[0]
         self.assertEqual(touched.max(), expected - 1)
+        self.assertLen(touched, expected)  # every position within the field depends on it
 
     def test_padding_does_not_change_a_sentence(self):
         for name in ("bytenet_small", "bytenet_selu", "bytenet_simplified"):
@@ -209,15 +275,22 @@ class PrecisionTest(parameterized.TestCase, tf.test.TestCase):
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         source, target, labels = synthetic_batch(2, 16)
         before = [w.numpy().copy() for w in model.trainable_variables]
-        with tf.GradientTape() as tape:
-            logits = model(_inputs(source, target), training=True)
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                tf.constant(labels), logits))
-            scaled = optimizer.scale_loss(loss)
-        optimizer.apply(tape.gradient(scaled, model.trainable_variables), model.trainable_variables)
+        # A loss-scale optimizer skips the steps whose scaled gradients overflow float16 and
+        # halves its scale (2**15 at the start) each time, so it may take a few steps to move.
+        for _ in range(16 if policy == "mixed_float16" else 1):
+            with tf.GradientTape() as tape:
+                logits = model(_inputs(source, target), training=True)
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    tf.constant(labels), logits))
+                scaled = optimizer.scale_loss(loss)
+            optimizer.apply(tape.gradient(scaled, model.trainable_variables),
+                            model.trainable_variables)
+            changed = [not np.array_equal(b, w.numpy())
+                       for b, w in zip(before, model.trainable_variables)]
+            if any(changed):
+                break
         self.assertEqual(logits.dtype, tf.float32)
         self.assertTrue(np.isfinite(float(loss)))
         self.assertEqual(model.encoder_blocks[0].compute_dtype, policy.replace("mixed_", "")
                          if policy != "float32" else "float32")
-        changed = [not np.array_equal(b, w.numpy()) for b, w in zip(before, model.trainable_variables)]
         self.assertTrue(any(changed))

@@ -7,7 +7,6 @@ import math
 import os
 from unittest import mock
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -306,7 +305,6 @@ class BranchSharesTest(tf.test.TestCase):
     def shares(self, **overrides):
         from experiments import residual_text
 
-        keras.utils.set_random_seed(3)  # the kernels draw from the global generator
         model = zoo.build_model("bytenet_selu", hidden_size=8, num_stacks=1, seed=3, **overrides)
         model({"source": tf.constant([[5, 2]]), "target": tf.constant([[1, 6]])})
         return model, residual_text.branch_shares(model, *self.PAIRS)

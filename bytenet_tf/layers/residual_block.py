@@ -5,7 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
-from bytenet_tf import ops
+from bytenet_tf import initializers, ops
 from bytenet_tf.layers.alpha_dropout import AlphaDropout
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization, validate_normalization
@@ -54,7 +54,9 @@ class ResidualBlock(keras.layers.Layer):
         residual_gate: bool, make `w` a learnable scalar that starts at 0 (SkipInit, De & Smith
             2020; ReZero, Bachlechner et al. 2020): every block starts as the identity. With
             `normalize_residual` the sum is still divided by `sqrt(1 + w**2)`.
-        seed: int or None, seeds the dropout layers.
+        seed: int or None, seeds the dropout layer and each convolution kernel (from the seed
+            and the convolution's name, see `bytenet_tf.initializers.seeded_copy`) whose
+            initializer has no seed of its own.
         ops_policy: str, how the kernels are computed (see `bytenet_tf.ops`).
         **kwargs: base layer arguments.
 
@@ -117,10 +119,11 @@ class ResidualBlock(keras.layers.Layer):
         self.dropout = self._build_dropout()
 
     def _conv(self, filters, kernel_size, dilation_rate, name):
+        initializer = initializers.seeded_copy(self.kernel_initializer,
+                                               initializers.derive_seed(self.seed, name))
         return DilatedConv1D(filters, kernel_size, dilation_rate, causal=self.causal,
-                             kernel_initializer=keras.initializers.get(
-                                 keras.initializers.serialize(self.kernel_initializer)),
-                             ops_policy=self.ops_policy, name=name, dtype=self.dtype_policy)
+                             kernel_initializer=initializer, ops_policy=self.ops_policy,
+                             name=name, dtype=self.dtype_policy)
 
     def _build_convs(self):
         half = self.hidden_size // 2

@@ -81,7 +81,10 @@ class ByteNet(keras.Model):
         source_blind: bool, a baseline: `encode` returns zeros, so the decoder learns the
             target language alone. The encoder still runs (same cost per step) and the output
             bound still follows the source length.
-        seed: int or None, seeds the dropout layers.
+        seed: int or None, seeds every weight drawn at random (each from the seed and its
+            layer's name, see `bytenet_tf.initializers.seeded_copy`) and the dropout layers, so
+            that two models built with one seed are equal. With None, weights come from Keras's
+            global generator (`keras.utils.set_random_seed`).
         ops_policy: str, how the numerical kernels are computed: `reference` (stock TensorFlow
             ops, any device), `cpu` or `cpu_fused` (see `bytenet_tf.ops`). The same function
             either way; bytenet-train chooses it per device.
@@ -149,34 +152,38 @@ class ByteNet(keras.Model):
 
         policy = self.dtype_policy
         thesis = layout == "thesis"
-        # Unit-variance embeddings put the first block's input at SELU's fixed point.
-        embedding_init = (keras.initializers.RandomNormal(stddev=1.0, seed=seed)
-                          if self.embedding_initializer is None else self._initializer(
-                              self.embedding_initializer))
+        # Unit-variance embeddings put the first block's input at SELU's fixed point. Each
+        # embedding draws its own table: one shared initializer object would give both the same.
+        embedding_init = (keras.initializers.RandomNormal(stddev=1.0)
+                          if self.embedding_initializer is None else self.embedding_initializer)
         self.source_embedding = keras.layers.Embedding(
-            VOCAB_SIZE, hidden_size, embeddings_initializer=embedding_init,
+            VOCAB_SIZE, hidden_size,
+            embeddings_initializer=self._initializer("source_embedding", embedding_init),
             name="source_embedding", dtype=policy)
         self.target_embedding = keras.layers.Embedding(
-            VOCAB_SIZE, hidden_size, embeddings_initializer=embedding_init,
+            VOCAB_SIZE, hidden_size,
+            embeddings_initializer=self._initializer("target_embedding", embedding_init),
             name="target_embedding", dtype=policy)
         self.encoder_blocks = self._build_stack(causal=False, normalization=normalization)
         self.encoder_output_norm = None if thesis else build_normalization(
             normalization, "encoder_output_norm", policy)
         self.decoder_input_projection = None if thesis else DilatedConv1D(
-            hidden_size, 1, causal=True, kernel_initializer=self._initializer(),
+            hidden_size, 1, causal=True,
+            kernel_initializer=self._initializer("decoder_input_projection"),
             ops_policy=ops_policy, name="decoder_input_projection", dtype=policy)
         self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
         self.output_norm = None if thesis else build_normalization(
             decoder_normalization, "output_norm", policy)
         # Logits stay float32 under mixed precision, for a stable softmax and loss.
         self.output_projection = DilatedConv1D(
-            VOCAB_SIZE, 1, causal=True, kernel_initializer=self._initializer(),
+            VOCAB_SIZE, 1, causal=True, kernel_initializer=self._initializer("output_projection"),
             ops_policy=ops_policy, name="output_projection", dtype="float32")
 
-    def _initializer(self, initializer=None):
-        """A fresh copy of `initializer` (default: the kernel initializer) for one layer."""
-        return keras.initializers.get(keras.initializers.serialize(
-            initializer or self.kernel_initializer))
+    def _initializer(self, layer_name, initializer=None):
+        """A fresh copy of `initializer` (default: the kernel initializer) for the layer
+        `layer_name`, seeded from the model's seed and that name (`initializers.seeded_copy`)."""
+        return initializers.seeded_copy(initializer or self.kernel_initializer,
+                                        initializers.derive_seed(self.seed, layer_name))
 
     @property
     def branch_weight_value(self):
@@ -202,12 +209,15 @@ class ByteNet(keras.Model):
                 blocks.append(block_cls(
                     width, kernel_size, dilation, causal=causal,
                     normalization=normalization, activation=self.activation,
-                    dropout_rate=self.dropout_rate, kernel_initializer=self._initializer(),
+                    dropout_rate=self.dropout_rate,
+                    # Unseeded here: the block seeds each kernel and its dropout from `seed`.
+                    kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
                     normalize_residual=self.normalize_residual,
                     branch_weight=self.branch_weight_value,
                     residual_gate=self.residual_gate,
-                    seed=None if self.seed is None else self.seed + 10 * index + (5000 if causal else 0),
-                    ops_policy=self.ops_policy, name=f"{prefix}_block_{index}", dtype=self.dtype_policy))
+                    seed=initializers.derive_seed(self.seed, f"{prefix}_block_{index}"),
+                    ops_policy=self.ops_policy, name=f"{prefix}_block_{index}",
+                    dtype=self.dtype_policy))
         return blocks
 
     @property
