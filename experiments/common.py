@@ -60,3 +60,17 @@ def mean_last_loss(curve, logs=10):
     """Mean training loss of the last `logs` logged rows of a `read_metrics` curve (nan if none)."""
     losses = [row["loss"] for row in curve if "loss" in row][-logs:]
     return sum(losses) / len(losses) if losses else float("nan")
+
+
+def cpu_name():
+    """The CPU's model name and family/model numbers from /proc/cpuinfo, or "unknown"."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return "unknown"
+    return (f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')})")

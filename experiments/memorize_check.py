@@ -17,7 +17,7 @@ plus the data files (training and validation are the same 64 pairs), a 600-secon
 budget (validation included), BLEU on the 64 pairs every 10 epochs, no export. Arguments after
 `--` go to bytenet-train as well (e.g. `--branch_weight=1`, `--seed=1`). Writes
 docs/results/memorize_check_<label>.json: the first training second at which BLEU reached 90,
-the final BLEU and the logged curve.
+the final BLEU, the precision and CPU (seconds hold for that CPU kind) and the logged curve.
 """
 
 import argparse
@@ -86,7 +86,7 @@ def main():
         "best_bleu": max([row["valid_bleu"] for row in validations] + [0]),
         "first_seconds_at_bleu_90": seconds.get(passed[0]["step"]) if passed else None,
         "passed": bool(passed) and results["valid"]["bleu"] >= 90,
-        "precision": results["precision"], "curve": curve}
+        "precision": results["precision"], "cpu": common.cpu_name(), "curve": curve}
     print(f"{args.label}: final BLEU {summary['final_bleu']:.1f}, best {summary['best_bleu']:.1f}, "
           f"first >= 90 at {summary['first_seconds_at_bleu_90']} s, steps {summary['steps']}")
     print(write_results(f"memorize_check_{args.label}", summary))

@@ -244,24 +244,36 @@ def _seconds(value):
     return "never" if value is None else f"{value:.0f}"
 
 
+def _command_flags(command):
+    """The words of a recorded command, without its model_dir (which names the run)."""
+    return [word for word in command.split() if not word.startswith("--model_dir=")]
+
+
 def check_section(results):
-    """The zoo-default memorization check through the binary."""
+    """The zoo-default memorization check through the binary. The table's header command is the
+    words that every run's command shares; each row names the rest of its own."""
+    commands = {label: _command_flags(result["command"]) for label, result in results.items()}
+    shared = [word for word in next(iter(commands.values()))
+              if all(word in words for words in commands.values())]
     lines = ["## 7. Zoo-default check: 64 unseen newstest2017 pairs in 10 minutes", "",
              "`python experiments/memorize_check.py` draws 64 newstest2017 pairs (both sides "
              "at most 190 bytes; newstest2017 was never used while developing) and runs "
              "bytenet-train on them as a user would, 600 s of training (validation included), "
              "BLEU on the 64 pairs every 10 epochs: `python experiments/memorize_check.py "
              "--label=L [-- extra flags]` runs", "",
-             f"`{next(iter(results.values()))['command'].split(' --model_dir=')[0]}`", "",
-             "with the extra flags of each row (seed 0 unless they say `--seed`). Passed: BLEU "
-             ">= 90 within the 600 s and at the end.", "", "| label | extra flags | commit | steps | first second at BLEU >= 90 "
-             "| best BLEU | final BLEU | final chrF | passed |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"`{' '.join(shared)}`", "",
+             "with the flags of each row added (seed 0 unless they say `--seed`); the runs "
+             "differ in those flags and in the code of their commit. Passed: BLEU >= 90 within "
+             "the 600 s and at the end. Seconds hold for the CPU kind of their row.", "",
+             "| label | flags added | commit | precision | CPU | steps "
+             "| first second at BLEU >= 90 | best BLEU | final BLEU | final chrF | passed |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     fig, ax = plt.subplots(figsize=(5, 3.4), dpi=90)
     for label, result in results.items():
-        words = result["command"].split()
-        extra = words[[w.startswith("--model_dir=") for w in words].index(True) + 1:]
-        lines.append(f"| {label} | `{' '.join(extra) or '(defaults)'}` | {result['commit']} "
+        added = [word for word in commands[label] if word not in shared]
+        lines.append(f"| {label} | `{' '.join(added) or '(none)'}` | {result['commit']} "
+                     f"| {result.get('precision', 'not recorded')} "
+                     f"| {result.get('cpu', 'not recorded')} "
                      f"| {result['steps']} | {_seconds(result['first_seconds_at_bleu_90'])} "
                      f"| {result['best_bleu']:.1f} | {result['final_bleu']:.1f} "
                      f"| {result['final_chrf']:.1f} | {'yes' if result['passed'] else 'no'} |")

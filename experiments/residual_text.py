@@ -55,8 +55,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.training import devices, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
-from experiments.common import (RESULTS, RUNS, mean_last_loss, read_metrics,  # noqa: E402
-                                write_results)
+from experiments.common import (RESULTS, RUNS, cpu_name, mean_last_loss,  # noqa: E402
+                                read_metrics, write_results)
 from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
 from experiments.translator import held_out_data  # noqa: E402
 from pipelines import datasets  # noqa: E402
@@ -66,19 +66,6 @@ BRANCH_SHARE_PAIRS = 100  # held-out pairs for branch_shares
 SETTINGS = ("w0.1", "w0.2", "w0.3", "w_invsqrtL", "w1", "gate", "w_invsqrtL+snn_adam",
             "w_invsqrtL+constant")
 
-
-def cpu_name():
-    """The CPU's model name and family/model numbers from /proc/cpuinfo, or "unknown"."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        return "unknown"
-    return (f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
-            f"model {fields.get('model', '?')})")
 
 
 def new_model(config):
