@@ -174,7 +174,8 @@ def translation_section(results):
 
 
 def speed_section(result):
-    lines = ["## 5. Training speed per variant", "", provenance(result), "",
+    lines = ["## 5. Training speed per variant", "", provenance(
+        result, seeds="0, as benchmarks/train_throughput.py seeds every model"), "",
              "Hidden 256, 2 stacks, batch 16 x 128 bytes; median step of 10, fastest of the passes "
              "(every pass's ms/step in the last column).", "",
              "| model | precision | target bytes/s | ms/step | GFLOP/s (analytic) | ms/step per pass |",
@@ -530,7 +531,8 @@ def thesis_memorize_section(results):
              "5.6k-14k steps. Here: the first `pairs` pairs of newstest2013, batch 64, Adam 3e-4 "
              "after 50 warm-up steps (constant), float32, dropout 0, the zoo's `bytenet_small` "
              "(hidden 400, 3 stacks) with the normalization named, a wall-clock budget, scored "
-             "(greedy BLEU) on the same pairs.", "",
+             "(greedy BLEU) on the same pairs. Seed 0 (one run per row: memorize.py seeds "
+             "every run with 0).", "",
              "| variant | pairs | batch | learning rate | minutes | steps | epochs | final train "
              "loss | final BLEU / chrF | command, commit |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -618,7 +620,11 @@ def _block_lines(result):
     return lines
 
 
-def text_sweep_section(results, default="w_invsqrtL"):
+# The setting that is each model's zoo default, the reference of its `vs` column.
+TEXT_SWEEP_DEFAULTS = {"bytenet_selu": "w_invsqrtL", "bytenet_small": "w1"}
+
+
+def text_sweep_section(results):
     """Issue 12, part 1 on real text: experiments/residual_text.py, one table and plot row per
     results file."""
     fig, axes = plt.subplots(len(results), 3, figsize=(13, 3.8 * len(results)), dpi=90,
@@ -632,17 +638,21 @@ def text_sweep_section(results, default="w_invsqrtL"):
              "section 11, for a fixed number of steps, so each seed gives every setting the "
              "same batches. `w<x>`: blocks return `(x + w f(x)) / sqrt(1 + w^2)` (`w_invsqrtL` "
              "= 1/sqrt(15), the zoo default); `gate`: w learnable from 0; `+snn_adam`: beta_2 "
-             "0.99, epsilon 0.01; `+constant`: no decay after the warm-up. Scored on the last "
+             "0.99, epsilon 0.01; `+constant`: no decay after the warm-up; `+lr<rate>`: that peak "
+             "learning rate. Scored on the last "
              "weights: held-out loss = teacher-forced cross-entropy per target byte (EOS "
              "included) on all 500 held-out pairs without dropout; greedy BLEU and chrF on the "
              "first 100 held-out pairs. Lower held-out loss is better; the settings are ranked "
-             f"by its mean over seeds. `vs {default}`: the setting's held-out loss minus "
-             f"{default}'s on the same seed (the same batches), mean and per seed; negative "
-             "means the setting is better.", ""]
+             "by its mean over seeds. `vs <default>`: the setting's held-out loss minus that of "
+             "the model's zoo default (w_invsqrtL for bytenet_selu) on the same seed (the same "
+             "batches), mean and per seed; negative means the setting is better. A file of "
+             "another model says so in its heading.", ""]
     colors = {}  # shared by the rows, so a setting keeps its color
     for row_axes, (name, result) in zip(axes, sorted(results.items(),
                                                      key=lambda item: item[1]["steps"])):
         ax_loss, ax_norm, ax_held = row_axes
+        model = result.get("model", "bytenet_selu")  # files before --model trained SELU
+        default = TEXT_SWEEP_DEFAULTS.get(model, "w1")
         by_setting = {}
         for run in result["runs"]:
             by_setting.setdefault(run["setting"], []).append(run)
@@ -650,7 +660,11 @@ def text_sweep_section(results, default="w_invsqrtL"):
             rows.sort(key=lambda run: run["seed"])
         seeds = sorted({run["seed"] for run in result["runs"]})
         reference = {r["seed"]: r["heldout_nats"] for r in by_setting.get(default, [])}
-        lines += [f"### `{name}`: {result['steps']} steps", "", provenance(result) + f" Seeds: "
+        heading = f"### `{name}`: {result['steps']} steps"
+        if model != "bytenet_selu":
+            heading += (f", `{model}` (its zoo residual is the plain `x + w f(x)`, with no "
+                        "rescale, so `w<x>` weighs the branch of that sum; its zoo dropout)")
+        lines += [heading, "", provenance(result) + f" Seeds: "
                   f"{', '.join(map(str, seeds))} (a setting's runs are listed in seed order). "
                   + _merged_note(result) + _precision_note(result)
                   + (f" Block statistics: `{result['block_statistics_command']}`, from the "
@@ -694,7 +708,9 @@ def text_sweep_section(results, default="w_invsqrtL"):
                             [r["heldout_nats"] for r in rows], color=color, s=14)
         # The top cuts the first steps' unigram plateau; the bottom follows the longest runs.
         ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)",
-                    ylim=(min(1.0, lowest - 0.05), 3.2), title=f"{name}: {result['steps']} steps")
+                    ylim=(min(1.0, lowest - 0.05), 3.2),
+                    title=f"{name}: {result['steps']} steps"
+                    + ("" if model == "bytenet_selu" else f", {model}"))
         ax_norm.set(xlabel="step", ylabel="global gradient norm (EMA 0.8)", yscale="log")
         ax_held.set(ylabel="held-out nats/byte (a dot per seed)", xticks=range(len(by_setting)))
         ax_held.set_xticklabels(list(by_setting), rotation=45, ha="right", fontsize=7)

@@ -17,6 +17,7 @@ against that base:
 - `<setting>+snn_adam`: Adam with beta_2 0.99 and epsilon 0.01 (the SNN paper's advice).
 - `<setting>+constant`: a constant rate after the warm-up instead of the 1/sqrt(step) decay.
 - `<setting>+nodrop`: dropout 0 instead of the zoo's 0.05.
+- `<setting>+lr<rate>`: peak learning rate `<rate>` (e.g. `w1+lr1e-3`).
 
 Writes docs/results/residual_sweep.json: per run, BLEU and chrF at the end, the first training
 second at which BLEU reached 90, the mean training loss of the last three logged steps, and the
@@ -58,9 +59,16 @@ def setting_overrides(setting):
         raise ValueError(f"setting {setting!r}: {base!r} is unknown; choose one of: gate, "
                          f"{', '.join(WEIGHTS)}")
     for suffix in suffixes:
+        if suffix.startswith("lr"):
+            try:
+                overrides["learning_rate"] = float(suffix[2:])
+            except ValueError:
+                raise ValueError(f"setting {setting!r}: suffix {suffix!r} is not `lr` and a "
+                                 "number, such as `lr1e-3`") from None
+            continue
         if suffix not in SUFFIXES:
             raise ValueError(f"setting {setting!r}: suffix {suffix!r} is unknown; choose from: "
-                             f"{', '.join(SUFFIXES)}")
+                             f"{', '.join(SUFFIXES)}, or lr<rate>")
         overrides.update(SUFFIXES[suffix])
     return overrides
 

@@ -8,10 +8,13 @@
 
 The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the branch weight of
 `(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
-`+snn_adam` Adam with beta_2 0.99 and epsilon 0.01, `+constant` no decay after the warm-up.
-Each run trains `bytenet_selu` at its zoo size (hidden 400, 3 stacks) with bytenet-train's
-`text` preset (batch 32, Adam 2e-3 after 200 warm-up steps, cosine to 5%, the zoo's
-AlphaDropout 0.05, pairs up to 200 bytes, shuffle buffer 100,000) in float32 (`--precision`;
+`+snn_adam` Adam with beta_2 0.99 and epsilon 0.01, `+constant` no decay after the warm-up,
+`+lr<rate>` another peak learning rate. Each run trains `--model` (default `bytenet_selu`; for
+a model whose `normalize_residual` is off, such as the layer-norm `bytenet_small`, `w<x>` gives
+the plain `x + w f(x)`, and `w1` is its zoo default) at its zoo size (hidden 400, 3 stacks,
+the zoo's dropout) with bytenet-train's
+`text` preset (batch 32, Adam 2e-3 after 200 warm-up steps, cosine to 5%, pairs up to 200
+bytes, shuffle buffer 100,000) in float32 (`--precision`;
 float32 so that a sweep continued on another CPU stays comparable: `auto` picks bfloat16 on
 some CPUs and float32 on others, and the 400-step sweep ran float32) on
 ../shared/data/deen/train.* less the 500 held-out pairs of `experiments/translator.py`, for a
@@ -34,9 +37,10 @@ BRANCH_SHARE_PAIRS held-out pairs. A gate's w alone does not say how much a bloc
 f's own scale is learned too; the share does.
 
 `--merge=SOURCE --name=NAME` moves the runs of docs/results/SOURCE.json into NAME.json, so that
-seeds run later, or on another machine, join their sweep's table. Both files must hold the same
-sweep (steps, held-out split, weights, validation size) and no setting and seed twice; NAME.json
-lists SOURCE's command and commit under `merged`, and SOURCE.json is then removed.
+seeds run later, or on another machine, join their sweep's table. Both files must hold the
+same sweep (model, steps, held-out split, weights, validation size) and no setting and seed
+twice; NAME.json lists SOURCE's command and commit under `merged`, and SOURCE.json is then
+removed.
 """
 
 import argparse
@@ -61,6 +65,7 @@ from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
 from experiments.translator import held_out_data  # noqa: E402
 from pipelines import datasets  # noqa: E402
 
+DEFAULT_MODEL = "bytenet_selu"
 VALID_SENTENCES = 100
 BRANCH_SHARE_PAIRS = 100  # held-out pairs for branch_shares
 SETTINGS = ("w0.1", "w0.2", "w0.3", "w_invsqrtL", "w1", "gate", "w_invsqrtL+snn_adam",
@@ -102,11 +107,14 @@ def learned_gates(model):
     return _per_side(model, lambda block: float(block.gate.numpy()))
 
 
-def run_config(setting, seed, steps, data, precision, runs=RUNS):
-    """The `TrainConfig` of one run; its model_dir is `runs/residual_text/<setting>_seed<seed>`."""
+def run_config(setting, seed, steps, data, precision, runs=RUNS, model=DEFAULT_MODEL):
+    """The `TrainConfig` of one run; its model_dir is `runs/residual_text/<setting>_seed<seed>`,
+    with `<model>_` before the setting for a model other than DEFAULT_MODEL."""
+    prefix = "" if model == DEFAULT_MODEL else f"{model}_"
     return TrainConfig(
-        model="bytenet_selu", data=data,
-        model_dir=os.path.join(runs, "residual_text", f"{setting}_seed{seed}"), export=False,
+        model=model, data=data,
+        model_dir=os.path.join(runs, "residual_text", f"{prefix}{setting}_seed{seed}"),
+        export=False,
         train_steps=steps, time_budget_seconds=0, eval_every=0, valid_size=VALID_SENTENCES,
         select_by="last", average_last=0, beam_size=1, log_every=10, checkpoint_every=steps,
         progress=False, seed=seed, precision=precision, **setting_overrides(setting))
@@ -151,7 +159,7 @@ def add_block_statistics(name, data, runs):
     sources, targets = datasets.take_pairs(data, "validation", BRANCH_SHARE_PAIRS)
     for row in results["runs"]:
         config = run_config(row["setting"], row["seed"], row["steps"], data,
-                            row.get("precision", "float32"), runs)
+                            row.get("precision", "float32"), runs, sweep_model(results))
         model = last_model(config)
         row["learned_gates"] = learned_gates(model)
         row["branch_shares"] = branch_shares(model, sources, targets)
@@ -162,7 +170,8 @@ def add_block_statistics(name, data, runs):
     results["initial_branch_shares"] = {}
     for setting in sorted({row["setting"] for row in results["runs"]}):
         keras.utils.set_random_seed(0)  # as the trainer seeds a run's initialization
-        model = new_model(run_config(setting, 0, 1, data, "float32", runs))
+        model = new_model(run_config(setting, 0, 1, data, "float32", runs,
+                                     sweep_model(results)))
         results["initial_branch_shares"][setting] = branch_shares(model, sources, targets)
     results["block_statistics_command"] = (
         f"python experiments/residual_text.py --add_block_statistics={name}")
@@ -170,7 +179,12 @@ def add_block_statistics(name, data, runs):
 
 
 # What two results files must share for their runs to be one sweep.
-SWEEP_KEYS = ("steps", "weights", "held_out_validation", "valid_sentences")
+SWEEP_KEYS = ("model", "steps", "weights", "held_out_validation", "valid_sentences")
+
+
+def sweep_model(results):
+    """The zoo model of a results file (files written before `--model` trained DEFAULT_MODEL)."""
+    return results.get("model", DEFAULT_MODEL)
 
 
 def merge_results(source, name):
@@ -188,10 +202,13 @@ def merge_results(source, name):
         with open(path) as f:
             loaded[key] = json.load(f)
     into, extra = loaded[name], loaded[source]
+    value = lambda results, key: (sweep_model(results) if key == "model"  # noqa: E731
+                                  else results.get(key))
     for key in SWEEP_KEYS:
-        if into.get(key) != extra.get(key):
+        if value(into, key) != value(extra, key):
             raise ValueError(f"--merge: {source} and {name} are not one sweep: their `{key}` "
-                             f"differs ({str(extra.get(key))[:80]} vs {str(into.get(key))[:80]})")
+                             f"differs ({str(value(extra, key))[:80]} vs "
+                             f"{str(value(into, key))[:80]})")
     pairs = lambda results: {(run["setting"], run["seed"]) for run in results["runs"]}  # noqa: E731
     twice = sorted(pairs(into) & pairs(extra))
     if twice:
@@ -209,8 +226,8 @@ def merge_results(source, name):
     return merged
 
 
-def run(setting, seed, steps, data, precision):
-    config = run_config(setting, seed, steps, data, precision)
+def run(setting, seed, steps, data, precision, model=DEFAULT_MODEL):
+    config = run_config(setting, seed, steps, data, precision, model=model)
     model_dir = config.model_dir
     shutil.rmtree(model_dir, ignore_errors=True)  # a fresh run, never a resumed one
     started = time.time()
@@ -234,6 +251,7 @@ def run(setting, seed, steps, data, precision):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--model", default=DEFAULT_MODEL, choices=zoo.list_models())
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--seeds", default="0,1,2")
@@ -269,20 +287,23 @@ def main():
         setting_overrides(setting)  # fail before any training on a bad name
     name = args.name or f"residual_text_{args.steps}steps"
     data, held_out = held_out_data(os.path.join(RUNS, "translator", "data"))
-    command = (f"python experiments/residual_text.py --steps={args.steps} "
+    command = (f"python experiments/residual_text.py "
+               + (f"--model={args.model} " if args.model != DEFAULT_MODEL else "")
+               + f"--steps={args.steps} "
                f"--settings={args.settings} --seeds={args.seeds} --precision={args.precision}"
                + (f" --name={args.name}" if args.name else ""))
     runs = []
     for seed in (int(s) for s in args.seeds.split(",")):
         for setting in settings:
-            runs.append(run(setting, seed, args.steps, data, args.precision))
+            runs.append(run(setting, seed, args.steps, data, args.precision, args.model))
             row = runs[-1]
             print(f"{setting} seed {seed}: held-out {row['heldout_nats']:.4f} nats/byte, "
                   f"greedy BLEU {row['valid_bleu']:.2f}, chrF {row['valid_chrf']:.1f}, train "
                   f"loss {row['train_loss_last_10_logs']:.3f}, max gradient norm "
                   f"{row['max_gradient_norm']:.2f}, {row['wall_seconds']:.0f} s", flush=True)
             path = write_results(name, {
-                "command": command, "steps": args.steps, "weights": WEIGHTS,
+                "command": command, "model": args.model, "steps": args.steps,
+                "weights": WEIGHTS,
                 "held_out_validation": held_out, "valid_sentences": VALID_SENTENCES,
                 "runs": runs})
     print(f"wrote {path}")

@@ -341,12 +341,12 @@ class BranchSharesTest(tf.test.TestCase):
 class MergeResultsTest(tf.test.TestCase):
     """`residual_text.py --merge`: later seeds join their sweep's results file."""
 
-    def write(self, folder, name, seeds, steps=2800, commit="aaaaaaa"):
+    def write(self, folder, name, seeds, steps=2800, commit="aaaaaaa", **extra):
         results = {"command": f"python experiments/residual_text.py --seeds={seeds}",
                    "steps": steps, "weights": {"w0.3": 0.3}, "valid_sentences": 100,
                    "held_out_validation": {"newstest2010": 22}, "commit": commit,
                    "runs": [{"setting": setting, "seed": seed, "heldout_nats": 1.0 + seed}
-                            for seed in seeds for setting in ("w0.3", "gate")]}
+                            for seed in seeds for setting in ("w0.3", "gate")], **extra}
         with open(os.path.join(folder, f"{name}.json"), "w") as f:
             json.dump(results, f)
         return results
@@ -384,3 +384,48 @@ class MergeResultsTest(tf.test.TestCase):
             self.assertEqual(self.read(folder, "sweep"), merged)
             self.assertTrue(os.path.exists(os.path.join(folder, "short.json")))
             self.assertTrue(os.path.exists(os.path.join(folder, "again.json")))
+
+    def test_a_file_without_a_model_is_bytenet_selu_and_other_models_are_refused(self):
+        from experiments import common, residual_text
+
+        folder = self.get_temp_dir()
+        with mock.patch.object(residual_text, "RESULTS", folder), \
+                mock.patch.object(common, "RESULTS", folder):
+            self.write(folder, "old", [0])  # written before --model existed
+            self.write(folder, "selu", [1], model="bytenet_selu")
+            self.write(folder, "small", [2], model="bytenet_small")
+            merged = residual_text.merge_results("selu", "old")
+            self.assertLen(merged["runs"], 4)
+            with self.assertRaisesRegex(ValueError, "`model` differs \\(bytenet_small vs "
+                                        "bytenet_selu\\)"):
+                residual_text.merge_results("small", "old")
+
+
+class ResidualSettingsTest(tf.test.TestCase):
+    """Setting names of the residual sweeps, and where a run of another model lives."""
+
+    def test_learning_rate_suffix_and_its_error(self):
+        from experiments.residual_sweep import setting_overrides
+
+        self.assertEqual(setting_overrides("w1+lr1e-3"),
+                         {"branch_weight": 1.0, "learning_rate": 1e-3})
+        self.assertEqual(setting_overrides("gate+constant+lr3e-3"),
+                         {"residual_gate": True, "decay_learning_rate": False,
+                          "learning_rate": 3e-3})
+        with self.assertRaisesRegex(ValueError, "'lrfast' is not `lr` and a number"):
+            setting_overrides("w1+lrfast")
+        with self.assertRaisesRegex(ValueError, "'slow' is unknown.*or lr<rate>"):
+            setting_overrides("w1+slow")
+
+    def test_run_config_trains_the_model_asked_for_in_its_own_folder(self):
+        from experiments import residual_text
+
+        data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
+        selu = residual_text.run_config("w1", 0, 10, data, "float32", runs="/r")
+        small = residual_text.run_config("w1+lr1e-3", 1, 10, data, "float32", runs="/r",
+                                         model="bytenet_small")
+        self.assertEqual((selu.model, selu.model_dir),
+                         ("bytenet_selu", "/r/residual_text/w1_seed0"))
+        self.assertEqual((small.model, small.model_dir, small.learning_rate, small.branch_weight),
+                         ("bytenet_small", "/r/residual_text/bytenet_small_w1+lr1e-3_seed1",
+                          1e-3, 1.0))
