@@ -2,9 +2,10 @@
 
     python benchmarks/self_normalization.py [--count 64] [--seed 0]
 
-Prints one Markdown table with `bytenet_selu` (normalized residual sum), `bytenet_selu` with a
-plain residual sum, `bytenet_nonorm` and `bytenet_small` (layer norm), then a one-line summary
-per model: max |mean|, min and max variance.
+Prints one Markdown table with `bytenet_selu` (its zoo default: the normalized residual sum
+with w = 1/sqrt(15)), the same with w = 1 (`selu_w1`) and with the plain sum `x + f(x)`
+(`selu_w1_plain_add`), `bytenet_nonorm` and `bytenet_small` (layer norm), then a one-line
+summary per model: max |mean|, min and max variance.
 """
 
 import argparse
@@ -34,8 +35,9 @@ def main():
     source, target, _ = byte_codec.frame_batch(sources, targets)
     variants = {
         "selu": bytenet_tf.build_model("bytenet_selu", seed=args.seed),
-        "selu_plain_add": bytenet_tf.build_model("bytenet_selu", normalize_residual=False,
-                                                 seed=args.seed),
+        "selu_w1": bytenet_tf.build_model("bytenet_selu", branch_weight=1.0, seed=args.seed),
+        "selu_w1_plain_add": bytenet_tf.build_model("bytenet_selu", branch_weight=1.0,
+                                                    normalize_residual=False, seed=args.seed),
         "nonorm": bytenet_tf.build_model("bytenet_nonorm", seed=args.seed),
         "layernorm": bytenet_tf.build_model("bytenet_small", seed=args.seed),
     }
@@ -46,7 +48,7 @@ def main():
         half = len(rows) // 2
         for side, part in (("encoder", rows[:half]), ("decoder", rows[half:])):
             mean, low, high = summary(part)
-            print(f"{label:16s} {side}: max|mean| {mean:.3f}  variance [{low:.3f}, {high:.3f}]")
+            print(f"{label:18s} {side}: max|mean| {mean:.3f}  variance [{low:.3f}, {high:.3f}]")
 
 
 if __name__ == "__main__":
