@@ -52,10 +52,11 @@ MODELS = {
     # (1 + 1/15)**-7.5 = 0.62, and the sum of the branches' variances stays that of one branch,
     # whatever the depth (the thesis's small sugartensor kernels had the same effect). On real
     # text (docs/results.md, section 14; held-out loss, 3 seeds) w = 0.2, 0.3 and 1/sqrt(15) tie
-    # at 400 steps and w = 1 fails; at 1,400 steps the learnable gate ends 0.008 nats/byte below
-    # 1/sqrt(15) in held-out loss but lower in greedy BLEU; at 2,800 steps (about 30 minutes, 2
-    # seeds) 0.005 below with level greedy BLEU. The default stays until a third seed and the
-    # recipe's length decide.
+    # at 400 steps and w = 1 fails. A learnable gate from 0 ends lower in held-out loss at equal
+    # steps (0.008 nats/byte at 1,400 steps; 0.005 at 2,800, about 30 minutes a run, on all 3
+    # seeds) with level greedy BLEU, but its step costs 1.07x (benchmarks/residual_gate_cost.py)
+    # and it starts slower on memorization; a lead at equal training time is not shown, so
+    # 1/sqrt(L) stays (docs/results_notes.md, session 13).
     "bytenet_selu": dict(_THESIS, normalization="none", activation="selu",
                          kernel_initializer="lecun_uniform", dropout_rate=0.05,
                          normalize_residual=True, branch_weight="inv_sqrt_depth"),

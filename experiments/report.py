@@ -23,7 +23,8 @@ from experiments.common import ROOT, RESULTS  # noqa: E402
 DOCS = os.path.join(ROOT, "docs")
 # Residual sweep results files (experiment 6), and memorization-check labels (experiment 7).
 SWEEPS = ("residual_screen_3min", "residual_optimizer_3min", "residual_seeds_3min")
-CHECKS = ("default", "default_seed1", "w1", "default_s7", "default_s11", "gate_s11")
+CHECKS = ("default", "default_seed1", "w1", "default_s7", "default_s11", "gate_s11", "default_s13",
+          "default_s13_seeded", "w1_s13_seeded")
 # The news and FLORES test sets that experiments/translator.py scores beside multi30k-test2016.
 NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
 THESIS_DIGITS = {"bytenet": "about 0.30", "bytenet_simplified": "0.25",
