@@ -36,10 +36,10 @@ class ResidualBlock(keras.layers.Layer):
     variance of up to 87 in the encoder and 564 in the decoder; with the normalized sum every
     block stays within mean +-0.03 and variance [0.85, 0.99] at `branch_weight=1`, and +-0.04
     and [0.95, 0.995] at the zoo's 1/sqrt(15) (`python benchmarks/self_normalization.py` prints
-    the tables). It adds no normalization op, only a scalar multiply. With w = 1 the identity path keeps only
-    `2**-(blocks/2)` of the stack's input, and `bytenet_selu` trained slowly (it stayed on the
-    unigram plateau when memorizing newstest); the zoo therefore uses w = 1/sqrt(blocks per side)
-    (docs/results.md, experiments 6 and 7).
+    the tables). It adds no normalization op, only a scalar multiply. With w = 1 the identity
+    path keeps only `2**-(blocks/2)` of the stack's input, and `bytenet_selu` trained slowly (it
+    stayed on the unigram plateau when memorizing newstest); the zoo therefore uses
+    w = 1/sqrt(blocks per side) (docs/results.md, experiments 6 and 7).
 
     Args:
         hidden_size: int, channels of the block input and output.
