@@ -10,6 +10,8 @@ RUNS = os.path.join(ROOT, "runs", "experiments")
 
 # The training settings that `dataset=text` had before it got the recipe preset (issue 13):
 # the earlier experiments pass them, so that their recorded commands still mean what they did.
+# The model of experiments/residual_text.py, and of its results files written before `--model`.
+RESIDUAL_TEXT_MODEL = "bytenet_selu"
 BEFORE_TEXT_PRESET = dict(schedule="rsqrt", select_by="last", average_last=0, beam_size=1,
                           train_max_length=500)
 
@@ -74,3 +76,8 @@ def cpu_name():
         return "unknown"
     return (f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
             f"model {fields.get('model', '?')})")
+
+
+def sweep_model(results):
+    """The zoo model of a residual_text results file (RESIDUAL_TEXT_MODEL when it names none)."""
+    return results.get("model", RESIDUAL_TEXT_MODEL)

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from experiments.common import ROOT, RESULTS  # noqa: E402
+from experiments.common import RESULTS, ROOT, sweep_model  # noqa: E402
 
 DOCS = os.path.join(ROOT, "docs")
 # Residual sweep results files (experiment 6), and memorization-check labels (experiment 7).
@@ -652,7 +652,7 @@ def text_sweep_section(results):
     for row_axes, (name, result) in zip(axes, sorted(results.items(),
                                                      key=lambda item: item[1]["steps"])):
         ax_loss, ax_norm, ax_held = row_axes
-        model = result.get("model", "bytenet_selu")  # files before --model trained SELU
+        model = sweep_model(result)
         default = TEXT_SWEEP_DEFAULTS.get(model, "w1")
         by_setting = {}
         for run in result["runs"]:

@@ -59,18 +59,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.training import devices, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
+from experiments.common import RESIDUAL_TEXT_MODEL as DEFAULT_MODEL  # noqa: E402
 from experiments.common import (RESULTS, RUNS, cpu_name, mean_last_loss,  # noqa: E402
-                                read_metrics, write_results)
+                                read_metrics, sweep_model, write_results)
 from experiments.residual_sweep import WEIGHTS, setting_overrides  # noqa: E402
 from experiments.translator import held_out_data  # noqa: E402
 from pipelines import datasets  # noqa: E402
 
-DEFAULT_MODEL = "bytenet_selu"
 VALID_SENTENCES = 100
 BRANCH_SHARE_PAIRS = 100  # held-out pairs for branch_shares
 SETTINGS = ("w0.1", "w0.2", "w0.3", "w_invsqrtL", "w1", "gate", "w_invsqrtL+snn_adam",
             "w_invsqrtL+constant")
-
 
 
 def new_model(config):
@@ -180,11 +179,6 @@ def add_block_statistics(name, data, runs):
 
 # What two results files must share for their runs to be one sweep.
 SWEEP_KEYS = ("model", "steps", "weights", "held_out_validation", "valid_sentences")
-
-
-def sweep_model(results):
-    """The zoo model of a results file (files written before `--model` trained DEFAULT_MODEL)."""
-    return results.get("model", DEFAULT_MODEL)
 
 
 def merge_results(source, name):
