@@ -240,17 +240,38 @@ class FallbackTest(unittest.TestCase):
             "except ValueError as error:\n"
             "    print('explicit', error)\n")
 
-    def test_compiler_failure_makes_auto_say_why_and_an_explicit_request_fail(self):
+    def _fallback(self, code=CODE, **env):
         cache = self.enterContext(tempfile.TemporaryDirectory())
-        result = self.run_python(self.CODE, CXX="false", BYTENET_TF_CACHE=cache)
-        auto = next(line for line in result.stdout.splitlines() if line.startswith("auto"))
+        result = self.run_python(code, BYTENET_TF_CACHE=cache, **env)
+        lines = result.stdout.splitlines()
+        auto = next(line for line in lines if line.startswith("auto"))
+        explicit = next(line for line in lines if line.startswith("explicit"))
         self.assertIn("'cpu'", auto)
-        self.assertIn("compiler exited with 1", auto)
-        explicit = next(line for line in result.stdout.splitlines()
-                        if line.startswith("explicit"))
         self.assertIn("ops_policy='cpu_fused' is unavailable", explicit)
-        self.assertIn("install a C++ compiler", explicit)
+        self.assertIn("WARNING", result.stderr)
+        self.assertIn("falls back to the slower 'cpu' policy", result.stderr)
         self.assertEqual(os.listdir(cache), [], "a failed build leaves no file behind")
+        return auto, explicit
+
+    def test_compiler_failure_makes_auto_warn_why_and_an_explicit_request_fail(self):
+        auto, explicit = self._fallback(CXX="false")
+        self.assertIn("'false' exited with 1", auto)
+        self.assertIn("'false' exited with 1", explicit)
+
+    def test_missing_compiler_says_so(self):
+        auto, explicit = self._fallback(CXX="/nonexistent/g++")
+        for line in (auto, explicit):
+            self.assertIn("no C++ compiler: '/nonexistent/g++' was not found", line)
+            self.assertIn("install g++ or set CXX", line)
+
+    def test_missing_source_is_a_broken_install_not_a_missing_compiler(self):
+        code = ("from bytenet_tf.ops import kernels\n"
+                "kernels.SOURCE = '/nonexistent/selu.cc'\n" + self.CODE)
+        auto, explicit = self._fallback(code)
+        for line in (auto, explicit):
+            self.assertIn("/nonexistent/selu.cc is missing", line)
+            self.assertIn("installation of bytenet_tf is incomplete", line)
+            self.assertNotIn("compiler", line)
 
 
 class TargetFlagsTest(unittest.TestCase):

@@ -19,6 +19,7 @@ picks one with `resolve_policy`, logs why and records it in `config.json`.
 import os
 
 import tensorflow as tf
+from absl import logging
 
 from bytenet_tf.ops.reference import ReferenceOps
 
@@ -70,7 +71,7 @@ def resolve_policy(policy=AUTO, accelerator=None):
     `auto` takes `$BYTENET_TF_OPS_POLICY` when it is set; otherwise `reference` when a GPU or
     TPU is present (cuDNN and XLA run the stock ops well, and the CPU paths would only move work
     off the accelerator), else `cpu_fused`, or `cpu` when the kernel cannot be built (the reason
-    is returned). An explicit policy is checked and returned as it is.
+    is returned, and logged as a warning). An explicit policy is checked and returned as it is.
 
     Args:
         policy: `auto` or one of `POLICIES`.
@@ -94,6 +95,8 @@ def resolve_policy(policy=AUTO, accelerator=None):
                 get("cpu_fused")
                 return "cpu_fused", "CPU only, fused kernel built"
             except ValueError as error:
+                logging.warning("bytenet_tf: ops_policy=auto falls back to the slower 'cpu' "
+                                "policy: %s", error)
                 return "cpu", f"CPU only; {error}"
     else:
         reason = "requested"

@@ -84,6 +84,11 @@ def library_path():
 
 
 def _compile(path):
+    """Compiles `SOURCE` to `path`.
+
+    Raises:
+        KernelUnavailableError: the compiler is missing, or it failed (its message is kept).
+    """
     os.makedirs(os.path.dirname(path), exist_ok=True)
     # Compile to a private name and rename: concurrent processes (the workers of one cluster)
     # never load a half-written library.
@@ -92,10 +97,19 @@ def _compile(path):
     try:
         logging.info("bytenet_tf: compiling the fused SELU kernel for this CPU "
                      "(once, about 15 s): %s", path)
-        result = subprocess.run(_command(partial), capture_output=True, text=True, timeout=600)
+        try:
+            result = subprocess.run(_command(partial), capture_output=True, text=True,
+                                    timeout=600)
+        except FileNotFoundError as error:
+            raise KernelUnavailableError(
+                f"no C++ compiler: {_compiler()!r} was not found ({error}); install g++ or set "
+                "CXX to a C++ compiler") from error
+        except subprocess.SubprocessError as error:
+            raise KernelUnavailableError(f"the compiler did not finish: {error}") from error
         if result.returncode:
-            raise RuntimeError(f"the compiler exited with {result.returncode}: "
-                               f"{result.stderr.strip()[-2000:]}")
+            raise KernelUnavailableError(
+                f"{_compiler()!r} exited with {result.returncode} compiling {SOURCE}: "
+                f"{result.stderr.strip()[-2000:]}")
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):
@@ -106,25 +120,37 @@ def load():
     """The loaded op library, compiled on the first call in a process if it is not cached.
 
     Raises:
-        KernelUnavailableError: no compiler, no headers, or the library does not load; the
-            same error again on later calls, without a second attempt.
+        KernelUnavailableError: the kernel source is missing from the installation, there is
+            no compiler, it failed, or the library does not load; the message names the cause
+            and its fix. The same error again on later calls, without a second attempt.
     """
     with _lock:
         if not _state["tried"]:
             _state["tried"] = True
             try:
-                path = library_path()
-                if not os.path.exists(path):
-                    _compile(path)
-                _state["library"] = tf.load_op_library(path)
-            except (OSError, RuntimeError, subprocess.SubprocessError,
-                    tf.errors.OpError) as error:
-                _state["error"] = f"{type(error).__name__}: {error}"
+                _state["library"] = _build_and_load()
+            except KernelUnavailableError as error:
+                _state["error"] = error
         if _state["library"] is None:
-            raise KernelUnavailableError(
-                f"the fused SELU kernel cannot be built here ({_state['error']}); install a C++ "
-                "compiler (g++) or set CXX")
+            raise KernelUnavailableError(str(_state["error"]))
         return _state["library"]
+
+
+def _build_and_load():
+    if not os.path.exists(SOURCE):
+        raise KernelUnavailableError(
+            f"its source {SOURCE} is missing, so this installation of bytenet_tf is incomplete; "
+            "reinstall it (pip install --force-reinstall bytenet_tf, or pip install -e . from a "
+            "checkout)")
+    path = library_path()
+    if not os.path.exists(path):
+        _compile(path)
+    try:
+        return tf.load_op_library(path)
+    except (OSError, tf.errors.OpError) as error:
+        raise KernelUnavailableError(
+            f"the compiled library {path} does not load ({type(error).__name__}: {error}); "
+            "delete it to compile it again") from error
 
 
 def selu(library, features, seed=None, threshold=0, dropped=0.0):
