@@ -44,8 +44,9 @@ class DilatedConv1DBasicTest(parameterized.TestCase, tf.test.TestCase):
                               kernel_initializer="lecun_uniform", use_bias=False, name="c")
         config = layer.get_config()
         for argument in inspect.signature(DilatedConv1D.__init__).parameters:
-            if argument not in ("self", "kwargs"):
+            if argument not in ("self", "kwargs", "ops_policy"):
                 self.assertIn(argument, config)
+        self.assertNotIn("ops_policy", config)  # a run-time choice (bytenet_tf.ops)
         clone = DilatedConv1D.from_config(config)
         self.assertEqual(clone.get_config(), config)
 
@@ -94,8 +95,9 @@ class ResidualBlockTest(parameterized.TestCase, tf.test.TestCase):
                     normalize_residual=True, branch_weight=0.5, seed=3)
         config = block.get_config()
         for argument in inspect.signature(ResidualBlock.__init__).parameters:
-            if argument not in ("self", "kwargs"):
+            if argument not in ("self", "kwargs", "ops_policy"):
                 self.assertIn(argument, config)
+        self.assertNotIn("ops_policy", config)  # a run-time choice (bytenet_tf.ops)
         x = tf.random.stateless_normal([2, 9, 8], seed=[0, 1])
         clone = cls.from_config(config)
         clone(x)

@@ -201,8 +201,13 @@ class ResolvePolicyTest(tf.test.TestCase):
                                                 "reference, cpu, cpu_fused"):
             bytenet_tf.build_model("bytenet_selu", hidden_size=8, ops_policy="gpu")
 
-    def test_policy_is_in_the_model_config(self):
+    def test_policy_is_a_run_time_choice_left_out_of_every_config(self):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=8, num_stacks=1,
                                        ops_policy="cpu")
-        self.assertEqual(model.get_config()["ops_policy"], "cpu")
         self.assertEqual({block.ops.name for block in model.decoder_blocks}, {"cpu"})
+        self.assertNotIn("ops_policy", model.get_config())
+        for layer in (model.encoder_blocks + model.decoder_blocks
+                      + [model.decoder_input_projection, model.output_projection]):
+            self.assertNotIn("ops_policy", layer.get_config(), layer.name)
+        rebuilt = type(model).from_config(model.get_config())
+        self.assertEqual({block.ops.name for block in rebuilt.decoder_blocks}, {"reference"})

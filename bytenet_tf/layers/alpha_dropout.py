@@ -66,5 +66,5 @@ class AlphaDropout(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"rate": self.rate, "seed": self.seed, "ops_policy": self.ops_policy})
+        config.update({"rate": self.rate, "seed": self.seed})
         return config

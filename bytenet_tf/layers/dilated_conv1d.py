@@ -143,6 +143,5 @@ class DilatedConv1D(keras.layers.Layer):
             "causal": self.causal,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "use_bias": self.use_bias,
-            "ops_policy": self.ops_policy,
         })
         return config

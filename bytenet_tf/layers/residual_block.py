@@ -259,6 +259,5 @@ class ResidualBlock(keras.layers.Layer):
             "branch_weight": self.branch_weight,
             "residual_gate": self.residual_gate,
             "seed": self.seed,
-            "ops_policy": self.ops_policy,
         })
         return config

@@ -87,7 +87,8 @@ class ByteNet(keras.Model):
             global generator (`keras.utils.set_random_seed`).
         ops_policy: str, how the numerical kernels are computed: `reference` (stock TensorFlow
             ops, any device), `cpu` or `cpu_fused` (see `bytenet_tf.ops`). The same function
-            either way; bytenet-train chooses it per device.
+            either way; bytenet-train chooses it per device. A run-time choice, not part of
+            the model: `get_config` leaves it out.
         **kwargs: base model arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -353,6 +354,5 @@ class ByteNet(keras.Model):
             "max_length": self.max_length,
             "source_blind": self.source_blind,
             "seed": self.seed,
-            "ops_policy": self.ops_policy,
         })
         return config
