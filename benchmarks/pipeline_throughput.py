@@ -27,7 +27,7 @@ from shared_data import DEEN  # noqa: E402
 import keras  # noqa: E402
 
 from bytenet_tf import ops, zoo  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training.step import make_train_step  # noqa: E402
 from pipelines import byte_codec, datasets, preprocessing  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def training_rate(config, precision, steps):
     optimizer = keras.optimizers.Adam(1e-4)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    train_step = trainer.make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
+    train_step = make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
     dataset = datasets.make_dataset(spec(), config)
     iterator = iter(dataset)
     for _ in range(2):

@@ -2,7 +2,7 @@
 
     python benchmarks/profile_train_step.py --precision=mixed_bfloat16 [--top=25]
 
-Builds the same step and batches as benchmarks/train_throughput.py (`bytenet_tf.training.trainer`'s
+Builds the same step and batches as benchmarks/train_throughput.py (bytenet-train's
 train step on real text), traces `--steps` steps after `--warmup` with `tf.profiler`, and prints
 the wall time per step and, per op type, the milliseconds per step summed over threads (ops run
 concurrently, so the sum exceeds the wall time). The trace stays in `--logdir` for TensorBoard's

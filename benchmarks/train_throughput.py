@@ -3,7 +3,7 @@
     python benchmarks/train_throughput.py --model=bytenet_selu --hidden_size=256 --num_stacks=2 \\
         --batch_size=16 --length=256 --precision=float32 --steps=20
 
-Times `bytenet_tf.training.trainer`'s train step and optimizer (the binary's) on batches of real
+Times bytenet-train's train step and optimizer (the binary's) on batches of real
 text from ../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed
 steps, and reports the median step time.
 FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
@@ -26,7 +26,8 @@ from shared_data import DEEN  # noqa: E402
 import keras  # noqa: E402
 
 from bytenet_tf import flops, ops, zoo  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training.optimizer import make_optimizer  # noqa: E402
+from bytenet_tf.training.step import make_train_step  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, resolve  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
 from pipelines.datasets import DataSpec  # noqa: E402
@@ -92,10 +93,10 @@ def build_step(args, **overrides):
                             ops_policy=args.ops_policy, **overrides)
     # The binary's optimizer, with the default learning-rate schedule of a text run.
     config = resolve(TrainConfig(model=args.model, data=DataSpec(dataset="text")))
-    optimizer = trainer.make_optimizer(config, args.precision)
+    optimizer = make_optimizer(config, args.precision)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    train_step = trainer.make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
+    train_step = make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
     source, target, labels = real_rows(args.batch_size * (args.steps + args.warmup), args.length)
     # Rows re-batched with `padded_batch` (no padding: every row has `length` ids) so that, as
     # in the binary's pipeline, the step sees batches of unknown shape. Not `from_generator`:

@@ -26,6 +26,9 @@ import tensorflow as tf
 from bytenet_tf.vocabulary import BOS_ID, EOS_ID, PAD_ID
 
 DEFAULT_MARGIN = 10
+# Beam search's length-normalization exponent where none is chosen (GNMT used 0.6-0.7);
+# bytenet-train tunes it on the validation set when it exports a beam.
+DEFAULT_LENGTH_PENALTY = 0.6
 
 
 def output_limits(model, source, margin=DEFAULT_MARGIN, max_output_length=None):
@@ -177,8 +180,9 @@ def _length_penalty(length, alpha):
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
 
 
-def beam_search_decode(model, source, beam_size=4, length_alpha=0.6, margin=DEFAULT_MARGIN,
-                       max_output_length=None, return_scores=False, capacity=None):
+def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_PENALTY,
+                       margin=DEFAULT_MARGIN, max_output_length=None, return_scores=False,
+                       capacity=None):
     """Cached beam search; the caches of every beam are reordered after each step.
 
     Finished beams are extended with PAD at no cost; among the final beams the one with the

@@ -10,24 +10,26 @@ The last line printed is one JSON object with `bleu`, `chrf`, `signature` (BLEU'
 `seconds` and `saved_model`.
 """
 
+import dataclasses
 import json
-import sys
 import time
 
 from absl import app, flags
 
-from bytenet_tf import inference, scoring
+from bytenet_tf import cli, inference, scoring
 from pipelines import newstest, text
+from pipelines.datasets import DataSpec
+from pipelines.options import ConfigError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
 flags.DEFINE_string("source_file", None, "Source sentences, one per line.")
 flags.DEFINE_string("reference_file", None, "Reference translations, line-aligned with the source.")
 flags.DEFINE_enum("dataset", None, ["newstest"], "Instead of files: a WMT news test set.")
-flags.DEFINE_integer("newstest_year", 2014, "Year of the news test set (--dataset=newstest).")
-flags.DEFINE_string("source_lang", "de", "Source language (--dataset=newstest).")
-flags.DEFINE_string("target_lang", "en", "Target language (--dataset=newstest).")
-flags.DEFINE_string("data_dir", None, "sacrebleu cache directory (--dataset=newstest).")
+# The news-test options are bytenet-train's, with their defaults and help written once.
+cli.define_flags([field for field in dataclasses.fields(DataSpec)
+                  if field.name in ("newstest_year", "source_lang", "target_lang", "data_dir")],
+                 __name__)
 flags.DEFINE_string("output_file", None, "Write the translations here, one per source line.")
 flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
 flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
@@ -39,20 +41,16 @@ def _files():
         return newstest.newstest_files(FLAGS.newstest_year, FLAGS.source_lang, FLAGS.target_lang,
                                        FLAGS.data_dir)
     if not (FLAGS.source_file and FLAGS.reference_file):
-        raise ValueError("Pass --source_file and --reference_file, or --dataset=newstest.")
+        raise ConfigError("Pass --source_file and --reference_file, or --dataset=newstest.")
     return FLAGS.source_file, FLAGS.reference_file
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        source_file, reference_file = _files()
-        sources, references, _ = text.read_aligned_lines(source_file, reference_file)
-        signature, path = inference.load_saved_model(FLAGS.saved_model)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"bytenet-evaluate: error: {error}", file=sys.stderr)
-        sys.exit(1)
+    source_file, reference_file = _files()
+    sources, references, _ = text.read_aligned_lines(source_file, reference_file)
+    signature, path = inference.load_saved_model(FLAGS.saved_model)
     started = time.perf_counter()
     hypotheses = inference.translate_batches(inference.as_translate_fn(signature), sources,
                                              FLAGS.batch_size, progress=FLAGS.progress)
@@ -72,7 +70,7 @@ def main(argv):
 
 def run():
     """Console-script entry point."""
-    app.run(main)
+    cli.run(main, __name__, "bytenet-evaluate")
 
 
 if __name__ == "__main__":

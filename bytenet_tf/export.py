@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bytenet_tf.decoding import DEFAULT_LENGTH_PENALTY
 from bytenet_tf.inference import Translator, resolve_saved_model
 from bytenet_tf.models.bytenet import ByteNet
 
@@ -70,8 +71,8 @@ def _newest_export_fingerprint(export_dir):
         return None, None
 
 
-def export_saved_model(model, export_dir, beam_size=1, length_alpha=0.6, jit_compile=False,
-                       version=None):
+def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENGTH_PENALTY,
+                       jit_compile=False, version=None):
     """Exports `model` as a translating SavedModel under `export_dir/<version>/`.
 
     Args:

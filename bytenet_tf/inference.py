@@ -22,6 +22,7 @@ import tensorflow as tf
 from tqdm import tqdm
 
 from bytenet_tf import decoding, vocabulary
+from pipelines.options import MissingFileError
 
 
 def source_ids(strings, max_length):
@@ -46,7 +47,8 @@ class Translator(tf.Module):
             suits servers that batch to a few fixed shapes.
     """
 
-    def __init__(self, model, beam_size=1, length_alpha=0.6, jit_compile=False):
+    def __init__(self, model, beam_size=1, length_alpha=decoding.DEFAULT_LENGTH_PENALTY,
+                 jit_compile=False):
         super().__init__(name="translator")
         if beam_size < 1:
             raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
@@ -110,9 +112,9 @@ def resolve_saved_model(path):
                     if n.isdigit() and os.path.isfile(os.path.join(path, n, "saved_model.pb"))]
         if versions:
             return os.path.join(path, str(max(versions)))
-    raise FileNotFoundError(f"No SavedModel at {path}: expected {path}/saved_model.pb or "
-                            f"{path}/<version>/saved_model.pb. Export one with bytenet-train "
-                            "(--export_dir).")
+    raise MissingFileError(f"No SavedModel at {path}: expected {path}/saved_model.pb or "
+                           f"{path}/<version>/saved_model.pb. Export one with bytenet-train "
+                           "(--export_dir).")
 
 
 def load_saved_model(path):

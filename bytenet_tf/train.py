@@ -13,24 +13,21 @@ checkpoint.
 
 import dataclasses
 import json
-import re
 import sys
 
 from absl import app, flags, logging
 
+from bytenet_tf import cli
 from bytenet_tf.training.config import DEFAULTS, PRESETS, TrainConfig
 from pipelines.datasets import DataSpec
 
 FLAGS = flags.FLAGS
-_DEFINERS = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float,
-             bool: flags.DEFINE_bool}
 
 
 def _fields():
     """The flag-bearing fields: DataSpec's, then TrainConfig's except `data`."""
-    return ([(field, DataSpec) for field in dataclasses.fields(DataSpec)]
-            + [(field, TrainConfig) for field in dataclasses.fields(TrainConfig)
-               if field.name != "data"])
+    return (list(dataclasses.fields(DataSpec))
+            + [field for field in dataclasses.fields(TrainConfig) if field.name != "data"])
 
 
 def _help(field):
@@ -44,34 +41,19 @@ def _help(field):
 
 def define_flags():
     """Defines one absl flag per configuration field, once per process."""
-    for field, _ in _fields():
-        if field.name in FLAGS:
-            continue
-        choices = field.metadata.get("choices")
-        if choices:
-            flags.DEFINE_enum(field.name, field.default, list(choices), _help(field))
-        else:
-            _DEFINERS[field.type](field.name, field.default, _help(field))
+    cli.define_flags(_fields(), __name__, _help)
 
 
 def config_from_flags():
     """The `TrainConfig` that the parsed flags describe."""
-    values = {field.name: FLAGS[field.name].value for field, _ in _fields()}
+    values = {field.name: FLAGS[field.name].value for field in _fields()}
     data = DataSpec(**{f.name: values.pop(f.name) for f in dataclasses.fields(DataSpec)})
     return TrainConfig(data=data, **values)
 
 
 def flag_message(message):
     """A library error in flag terms: `batch_size` and batch_size=0 become --batch_size(=0)."""
-    names = {field.name for field, _ in _fields()}
-
-    def as_flag(match):
-        name = match.group(1) or match.group(2)
-        if name not in names:
-            return match.group(0)
-        return f"--{name}" if match.group(1) else f"--{name}="
-
-    return re.sub(r"`(\w+)`|(?<![\w-])(\w+)=", as_flag, message)
+    return cli.flag_message(message, {field.name for field in _fields()})
 
 
 def main(argv):
@@ -81,10 +63,9 @@ def main(argv):
 
     try:
         results = trainer.train_and_evaluate(config_from_flags())
-    except (trainer.TrainingDivergedError, ValueError, FileNotFoundError) as error:
-        message = flag_message(str(error))
-        logging.error("%s", message)
-        print(f"bytenet-train: error: {message}", file=sys.stderr)
+    except trainer.TrainingDivergedError as error:
+        logging.error("%s", error)
+        print(f"bytenet-train: error: {flag_message(str(error))}", file=sys.stderr)
         sys.exit(1)
     valid = results["valid"] or {}
     if valid:
@@ -106,7 +87,7 @@ define_flags()
 def run():
     """Console-script entry point."""
     logging.set_verbosity(logging.INFO)
-    app.run(main)
+    cli.run(main, __name__, "bytenet-train")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import sys
 
 from absl import app, flags
 
-from bytenet_tf import inference
+from bytenet_tf import cli, inference
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
@@ -23,11 +23,7 @@ flags.mark_flag_as_required("saved_model")
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        signature, _ = inference.load_saved_model(FLAGS.saved_model)
-    except FileNotFoundError as error:
-        print(f"bytenet-translate: error: {error}", file=sys.stderr)
-        sys.exit(1)
+    signature, _ = inference.load_saved_model(FLAGS.saved_model)
     sources = inference.read_lines(sys.stdin.buffer)
     translations = inference.translate_batches(inference.as_translate_fn(signature), sources,
                                                FLAGS.batch_size, progress=FLAGS.progress)
@@ -39,7 +35,7 @@ def main(argv):
 
 def run():
     """Console-script entry point."""
-    app.run(main)
+    cli.run(main, __name__, "bytenet-translate")
 
 
 if __name__ == "__main__":

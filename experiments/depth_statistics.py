@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.analysis import block_statistics  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training import checkpoints  # noqa: E402
 from experiments.common import RUNS, write_results  # noqa: E402
 from experiments.memorize import VARIANTS  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
@@ -50,7 +50,7 @@ def main():
         latest = tf.train.latest_checkpoint(model_dir) if os.path.isdir(model_dir) else None
         if latest:
             trained = model_for(label)
-            trainer.restore_model(trained, latest)
+            checkpoints.restore_model(trained, latest)
             results[label]["trained"] = block_statistics(trained, source, target)
             results[label]["checkpoint"] = latest
         for phase in ("initial", "trained"):

@@ -27,7 +27,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf import inference, scoring, zoo  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training import checkpoints, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
 from experiments.common import RUNS, write_results  # noqa: E402
 from pipelines import datasets, digits  # noqa: E402
@@ -60,7 +60,7 @@ def run(model, seed):
         model=model, data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
         model_dir=model_dir, seed=seed, **OPTIONS))
     trained = zoo.build_model(model, seed=seed, **SIZE)
-    trainer.restore_model(trained, tf.train.latest_checkpoint(model_dir))
+    checkpoints.restore_model(trained, tf.train.latest_checkpoint(model_dir))
     translate = inference.Translator(trained)
     train, test = digits.digit_pairs("thesis")
     seen = set(train)

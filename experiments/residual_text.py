@@ -57,7 +57,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf import zoo  # noqa: E402
-from bytenet_tf.training import devices, evaluation, trainer  # noqa: E402
+from bytenet_tf.training import checkpoints, devices, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, model_overrides, resolve  # noqa: E402
 from experiments.common import RESIDUAL_TEXT_MODEL as DEFAULT_MODEL  # noqa: E402
 from experiments.common import (RESULTS, RUNS, cpu_name, mean_last_loss,  # noqa: E402
@@ -81,7 +81,7 @@ def new_model(config):
 def last_model(config):
     """The run's model at its last checkpoint."""
     model = new_model(config)
-    trainer.restore_model(model, tf.train.latest_checkpoint(config.model_dir))
+    checkpoints.restore_model(model, tf.train.latest_checkpoint(config.model_dir))
     return model
 
 

@@ -31,7 +31,7 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf import analysis, zoo  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training import checkpoints, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
 from experiments.common import BEFORE_TEXT_PRESET, RUNS, write_results  # noqa: E402
 from experiments.depth_statistics import batch  # noqa: E402
@@ -42,20 +42,16 @@ PAIRS = 100
 BATCH = 16
 
 
-def scaled_build(scale, initial):
-    """A stand-in for `trainer._build` that scales both embeddings by `scale` after building,
-    and keeps the model's statistics and kernels at that moment in `initial`."""
-    build = trainer._build
-
-    def _build(config, policy, ops_policy):
-        model, optimizer, step, *rest = build(config, policy, ops_policy)
+def scale_embeddings(scale, initial):
+    """A `prepare_model` for `train_and_evaluate`: scales both embeddings of the fresh model by
+    `scale`, and keeps the model's statistics and kernels at that moment in `initial`."""
+    def prepare(model):
         for embedding in (model.source_embedding, model.target_embedding):
             embedding.embeddings.assign(embedding.embeddings * scale)
         initial["kernels"] = analysis.kernel_values(model)
         initial["statistics"] = analysis.unit_statistics(model, *initial["batch"])
-        return (model, optimizer, step, *rest)
 
-    return _build
+    return prepare
 
 
 def summarize(rows):
@@ -80,20 +76,15 @@ def run(scale, steps, seed, data, source_target):
     model_dir = os.path.join(RUNS, "self_normalization", f"scale{scale:g}_seed{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)
     initial = {"batch": source_target}
-    original = trainer._build
-    trainer._build = scaled_build(scale, initial)
-    try:
-        results = trainer.train_and_evaluate(TrainConfig(
-            model="bytenet_selu", data=data, model_dir=model_dir, export=False,
-            batch_size=BATCH, train_steps=steps, learning_rate=1e-3, warmup_steps=50,
-            decay_learning_rate=True, eval_every=0, valid_size=PAIRS,
-            log_every=math.ceil(PAIRS / BATCH), checkpoint_every=100_000,
-            shuffle_buffer=PAIRS, max_length=500, progress=False, seed=seed,
-            **BEFORE_TEXT_PRESET))
-    finally:
-        trainer._build = original
+    results = trainer.train_and_evaluate(TrainConfig(
+        model="bytenet_selu", data=data, model_dir=model_dir, export=False,
+        batch_size=BATCH, train_steps=steps, learning_rate=1e-3, warmup_steps=50,
+        decay_learning_rate=True, eval_every=0, valid_size=PAIRS,
+        log_every=math.ceil(PAIRS / BATCH), checkpoint_every=100_000,
+        shuffle_buffer=PAIRS, max_length=500, progress=False, seed=seed,
+        **BEFORE_TEXT_PRESET), prepare_model=scale_embeddings(scale, initial))
     trained = zoo.build_model("bytenet_selu", seed=seed, max_length=500)
-    trainer.restore_model(trained, tf.train.latest_checkpoint(model_dir))
+    checkpoints.restore_model(trained, tf.train.latest_checkpoint(model_dir))
     after = analysis.unit_statistics(trained, *source_target)
     change = analysis.weight_change(initial["kernels"], analysis.kernel_values(trained))
     row = {"scale": scale, "seed": seed, "steps": results["step"],

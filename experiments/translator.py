@@ -36,7 +36,7 @@ import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
 
 from bytenet_tf import decoding, inference, scoring  # noqa: E402
-from bytenet_tf.training import evaluation, trainer  # noqa: E402
+from bytenet_tf.training import checkpoints, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
 from experiments.common import (RESULTS, RUNS, commit, mean_last_loss, read_metrics,  # noqa: E402
                                 write_pairs, write_results)
@@ -136,14 +136,14 @@ def exported_weights(model_dir, results, model_config):
     selection = results["selection"]
     chosen = selection["chosen"]
     if chosen.startswith("average_last"):
-        trainer.average_checkpoints(model, [os.path.join(model_dir, name) for name in
+        checkpoints.average_checkpoints(model, [os.path.join(model_dir, name) for name in
                                             selection["candidates"][chosen]["checkpoints"]])
     elif chosen == "best_validated":
         with open(os.path.join(model_dir, "best", "best.json")) as f:
             name = os.path.basename(json.load(f)["path"])
-        trainer.restore_model(model, os.path.join(model_dir, "best", name))
+        checkpoints.restore_model(model, os.path.join(model_dir, "best", name))
     else:
-        trainer.restore_model(model, tf.train.latest_checkpoint(model_dir))
+        checkpoints.restore_model(model, tf.train.latest_checkpoint(model_dir))
     return model
 
 

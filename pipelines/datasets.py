@@ -11,14 +11,10 @@ import tensorflow as tf
 
 from pipelines import digits as digits_lib
 from pipelines import newstest, preprocessing, text, tfds_sources
+from pipelines.options import ConfigError, option
 
 DATASETS = ("digits", "europarl", "newstest", "text", "wmt14")
 SPLITS = ("train", "validation", "test")
-
-
-def option(default, help_text, **metadata):
-    """A dataclass field with its help text (and `choices`): the source of a binary's flag."""
-    return dataclasses.field(default=default, metadata=dict(metadata, help=help_text))
 
 
 @dataclasses.dataclass
@@ -33,23 +29,23 @@ class DataSpec:
     target_file: str = option(None, "Training target file for dataset=text, line-aligned.")
     valid_source_file: str = option(None, "Validation source file for dataset=text.")
     valid_target_file: str = option(None, "Validation target file for dataset=text.")
-    newstest_year: int = option(2013, "Year of the WMT news test set (dataset=newstest); every "
-                                "split reads that one set.")
+    newstest_year: int = option(2014, "Year of the WMT news test set (dataset=newstest). "
+                                "bytenet-train then trains, validates and tests on this one set.")
     digits_config: str = option("default", "Digits task configuration (dataset=digits); see "
                                 "pipelines/digits.py.", choices=tuple(digits_lib.DIGITS_CONFIGS))
     download: bool = option(True, "Let tfds and sacrebleu download what is missing.")
 
 
 def validate(spec):
-    """Raises `ValueError` naming the bad value of `spec` and the fix."""
+    """Raises `ConfigError` naming the bad value of `spec` and the fix."""
     if spec.dataset not in DATASETS:
-        raise ValueError(f"dataset={spec.dataset!r} is unknown; choose one of: "
+        raise ConfigError(f"dataset={spec.dataset!r} is unknown; choose one of: "
                          f"{', '.join(DATASETS)}")
     if spec.source_lang == spec.target_lang:
-        raise ValueError(f"`source_lang` and `target_lang` are both {spec.source_lang!r}; "
+        raise ConfigError(f"`source_lang` and `target_lang` are both {spec.source_lang!r}; "
                          "choose two languages, e.g. de and en.")
     if spec.dataset == "text" and not (spec.source_file and spec.target_file):
-        raise ValueError("dataset='text' needs `source_file` and `target_file` (line-aligned "
+        raise ConfigError("dataset='text' needs `source_file` and `target_file` (line-aligned "
                          "parallel text, plain or .gz).")
 
 
@@ -79,7 +75,7 @@ def load_pairs_with_stats(spec, split="train"):
         elif spec.valid_source_file and spec.valid_target_file:
             files = (spec.valid_source_file, spec.valid_target_file)
         else:
-            raise ValueError("dataset='text' has no validation files; pass `valid_source_file` "
+            raise ConfigError("dataset='text' has no validation files; pass `valid_source_file` "
                              "and `valid_target_file`.")
         return text.parallel_text_dataset(*files)
     if spec.dataset == "newstest":

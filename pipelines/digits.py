@@ -7,10 +7,11 @@ A number is a string of digits; leading zeros are allowed (`zero seven` -> `07`)
 a pure sequence transduction. Test numbers never occur in training, except in `thesis`, which
 keeps the thesis's own overlap.
 
-Training numbers of the `default` configuration are drawn with replacement, with the length
-uniform over 1..5: every length makes up about a fifth of the training pairs, however few
-distinct numbers it has (10 of one digit). Drawn without replacement, the ten one-digit numbers
-were 10 of 20,000 pairs, and the main job turned `one` into `12`.
+Training numbers of the `default` configuration are drawn with replacement, with n digits
+drawn with probability n/15 (n = 1..5): about 1/15 of the training pairs have one digit and
+5/15 have five, yet even the one-digit numbers (10 distinct) each occur about 130 times. Drawn
+without replacement, the ten one-digit numbers were 10 of 20,000 pairs, and the main job turned
+`one` into `12`.
 `independent_numbers` draws numbers of every length independently of both sets, for the
 per-length check that bytenet-train reports.
 
@@ -33,6 +34,8 @@ import dataclasses
 import itertools
 
 import numpy as np
+
+from pipelines.options import ConfigError
 
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
@@ -68,8 +71,10 @@ def spell(number):
 
 
 def _draw(config, count, seed, exclude, distinct=True):
-    """`count` numbers of `config`'s lengths (length uniform, then digits uniform), none in
-    `exclude`; all different when `distinct`."""
+    """`count` numbers of `config`'s lengths, none in `exclude`; all different when `distinct`.
+
+    The length is uniform over `min_digits..max_digits`, or drawn with probability proportional
+    to itself when `config.length_weighted`; then the digits are uniform."""
     rng = np.random.default_rng(seed)
     lengths = np.arange(config.min_digits, config.max_digits + 1)
     weights = lengths / lengths.sum() if config.length_weighted else None
@@ -137,7 +142,7 @@ def _config(config):
     if isinstance(config, DigitsConfig):
         return config
     if config not in DIGITS_CONFIGS:
-        raise ValueError(f"digits_config={config!r} is unknown; choose one of: "
+        raise ConfigError(f"digits_config={config!r} is unknown; choose one of: "
                          f"{', '.join(DIGITS_CONFIGS)}")
     return DIGITS_CONFIGS[config]
 

@@ -14,6 +14,8 @@ files laid out like this are read without any network access.
 import copy
 import os
 
+from pipelines.options import ConfigError, MissingFileError
+
 YEARS = tuple(range(2013, 2020))
 
 
@@ -21,7 +23,7 @@ def _sacrebleu_dataset(year, data_dir):
     from sacrebleu.dataset import DATASETS  # imported here: only this dataset needs it
 
     if year not in YEARS:
-        raise ValueError(f"newstest year {year} is unknown; choose one of: "
+        raise ConfigError(f"newstest year {year} is unknown; choose one of: "
                          f"{', '.join(map(str, YEARS))}")
     name = f"wmt{year % 100}"
     dataset = DATASETS[name]
@@ -37,20 +39,20 @@ def newstest_files(year, source_lang="de", target_lang="en", data_dir=None):
     """Returns `(source_file, reference_file)` of newstest`year`, downloading them if needed.
 
     Raises:
-        ValueError: the year or the language pair is unknown.
-        FileNotFoundError: the files are neither cached nor downloadable; the message names the
+        ConfigError: the year or the language pair is unknown.
+        MissingFileError: the files are neither cached nor downloadable; the message names the
             expected path and how to get the files.
     """
     dataset = _sacrebleu_dataset(year, data_dir)
     langpair = f"{source_lang}-{target_lang}"
     if langpair not in dataset.langpairs:
-        raise ValueError(f"newstest{year} has no {langpair}; it has: "
+        raise ConfigError(f"newstest{year} has no {langpair}; it has: "
                          f"{', '.join(sorted(dataset.langpairs))}")
     expected = dataset._get_txt_file_path(langpair, "src")
     try:
         files = dataset.get_files(langpair)
     except (Exception, SystemExit) as error:  # sacrebleu calls sys.exit on some failures
-        raise FileNotFoundError(
+        raise MissingFileError(
             f"newstest{year} ({langpair}) is not cached at {expected} and could not be "
             f"downloaded ({type(error).__name__}: {error}). On a machine with network, run "
             f"`sacrebleu -t {dataset.name} -l {langpair} --echo src > /dev/null`, then copy "

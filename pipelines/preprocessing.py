@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from pipelines import byte_codec
 from pipelines.byte_codec import DEFAULT_MAX_LENGTH
+from pipelines.options import ConfigError
 
 
 @dataclasses.dataclass
@@ -68,7 +69,7 @@ class LengthFilter(tf.Module):
     def __init__(self, max_length):
         super().__init__(name="length_filter")
         if max_length < 2:
-            raise ValueError(f"`max_length` must be at least 2 (one byte and EOS). "
+            raise ConfigError(f"`max_length` must be at least 2 (one byte and EOS). "
                              f"Received: max_length={max_length}")
         self.max_length = max_length
         with tf.init_scope():
@@ -88,10 +89,24 @@ class LengthFilter(tf.Module):
         return {"kept": int(self.kept.numpy()), "dropped": int(self.dropped.numpy())}
 
 
-def normalize_unicode(source, target, form):
-    """Applies Unicode normalization `form` to both sides; invalid UTF-8 passes unchanged."""
-    import tensorflow_text  # only this optional step needs it
+def _tensorflow_text():
+    """tensorflow-text, an optional dependency that only Unicode normalization needs."""
+    try:
+        import tensorflow_text
+    except ImportError as error:
+        raise ConfigError("`unicode_normalization` needs tensorflow-text, which is not installed; "
+                          "pip install 'bytenet_tf[text]', or leave unicode_normalization "
+                          "unset.") from error
+    return tensorflow_text
 
+
+def normalize_unicode(source, target, form):
+    """Applies Unicode normalization `form` to both sides; invalid UTF-8 passes unchanged.
+
+    Raises:
+        ConfigError: tensorflow-text is not installed.
+    """
+    tensorflow_text = _tensorflow_text()
     return (tensorflow_text.normalize_utf8(source, form),
             tensorflow_text.normalize_utf8(target, form))
 
@@ -173,6 +188,7 @@ def make_batches(pairs, config, input_context=None, length_filter=None):
         dataset = dataset.repeat()
     if config.unicode_normalization:
         form = config.unicode_normalization
+        _tensorflow_text()  # a missing install fails here, not inside the traced map
         dataset = dataset.map(lambda s, t: normalize_unicode(s, t, form),
                               num_parallel_calls=tf.data.AUTOTUNE,
                               deterministic=config.deterministic)

@@ -16,6 +16,8 @@ import os
 
 import tensorflow as tf
 
+from pipelines.options import ConfigError, MissingFileError
+
 
 @dataclasses.dataclass
 class ParallelStats:
@@ -41,17 +43,18 @@ def _lines(path):
 
 
 def check_exists(path, hint):
-    """Raises `FileNotFoundError` naming `path` and what to do (`hint`) when it is missing."""
+    """Raises `MissingFileError` (a `FileNotFoundError`) naming `path` and what to do (`hint`)
+    when it is missing."""
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist. {hint}")
+        raise MissingFileError(f"{path} does not exist. {hint}")
 
 
 def check_parallel_files(source_file, target_file):
     """Counts the lines of two parallel files and the pairs with an empty side.
 
     Raises:
-        FileNotFoundError: a file is missing.
-        ValueError: the files have different numbers of lines; the message names both files and
+        MissingFileError: a file is missing.
+        ConfigError: the files have different numbers of lines; the message names both files and
             both counts.
     """
     hint = "Pass two existing, line-aligned parallel files."
@@ -68,7 +71,7 @@ def check_parallel_files(source_file, target_file):
         empty += (not source) or (not target)
     target_count += sum(1 for _ in targets)
     if source_count != target_count:
-        raise ValueError(
+        raise ConfigError(
             f"Parallel files differ in length: {source_file} has {source_count} lines but "
             f"{target_file} has {target_count}. Line i of one must translate line i of the other; "
             "fix the files (a stray or missing newline is the usual cause).")

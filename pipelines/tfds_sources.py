@@ -15,6 +15,7 @@ pairs. tensorflow-datasets is imported only inside these functions.
 import os
 import tarfile
 
+from pipelines.options import ConfigError
 from pipelines.text import parallel_text_dataset
 
 EUROPARL_ARCHIVES = {
@@ -100,7 +101,7 @@ def europarl_pairs(split="train", source_lang="de", target_lang="en", data_dir=N
     None).
     """
     if {source_lang, target_lang} != {"de", "en"}:
-        raise ValueError(f"europarl here is de-en only. Received: {source_lang}-{target_lang}")
+        raise ConfigError(f"europarl here is de-en only. Received: {source_lang}-{target_lang}")
     files = find_europarl_files(manual_dir) if manual_dir and split == "train" else None
     if files is not None:
         by_lang = {"de": files[0], "en": files[1]}

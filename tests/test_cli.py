@@ -1,9 +1,11 @@
-"""bytenet-translate and bytenet-evaluate, run as a user runs them."""
+"""The binaries run as a user runs them: bytenet-translate and bytenet-evaluate on an export,
+and every binary's --help and errors."""
 
 import json
 import os
 import subprocess
 import sys
+import unittest
 
 import tensorflow as tf
 
@@ -118,3 +120,56 @@ class CommandLineTest(tf.test.TestCase):
         expected = sacrebleu.corpus_bleu([h.decode("utf-8", "replace") for h in hypotheses[:-1]],
                                          [[r.decode() for r in references]])
         self.assertAlmostEqual(result["bleu"], round(expected.score, 4), places=4)
+
+
+def _binary_commands(module, script):
+    """How a user starts a binary: `python -m module`, and the installed console script when
+    this environment has it (pip install puts it beside the interpreter)."""
+    commands = [[sys.executable, "-m", module]]
+    installed = os.path.join(os.path.dirname(sys.executable), script)
+    if os.path.exists(installed):
+        commands.append([installed])
+    return commands
+
+
+class HelpAndErrorsTest(unittest.TestCase):
+
+    def test_help_lists_each_binarys_own_flags(self):
+        expected = {"bytenet-train": ("--model:", "--dataset:", "--source_file:", "--precision:"),
+                    "bytenet-translate": ("--saved_model:", "--batch_size:"),
+                    "bytenet-evaluate": ("--saved_model:", "--reference_file:",
+                                         "--newstest_year:")}
+        for script, names in expected.items():
+            module = "bytenet_tf." + script.split("-")[1]
+            for command in _binary_commands(module, script):
+                with self.subTest(command=command[-1]):
+                    completed = subprocess.run(command + ["--help"], capture_output=True,
+                                               text=True, timeout=300,
+                                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                                                        PYTHONPATH=PROJECT_ROOT))
+                    # The usage, from the binary's docstring, then its flags.
+                    self.assertIn(f"{script}:", completed.stdout)
+                    for name in names:
+                        self.assertIn(name, completed.stdout)
+
+    def _run_main(self, error):
+        code = ("from bytenet_tf import cli\n"
+                "from pipelines.options import ConfigError\n"
+                f"def main(argv):\n    raise {error}\n"
+                "cli.run(main, __name__, 'prog')\n")
+        return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                              text=True, timeout=300, cwd=PROJECT_ROOT,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+    def test_a_configuration_error_is_a_message_in_flag_terms(self):
+        completed = self._run_main("ConfigError('`batch_size` must be >= 1')")
+        self.assertEqual(completed.returncode, 1)
+        self.assertIn("prog: error: `batch_size` must be >= 1", completed.stderr)
+        self.assertNotIn("Traceback", completed.stderr)
+
+    def test_any_other_error_is_a_bug_and_keeps_its_traceback(self):
+        completed = self._run_main("ValueError('a shape mismatch deep in Keras')")
+        self.assertNotEqual(completed.returncode, 0)
+        self.assertIn("Traceback", completed.stderr)
+        self.assertIn("ValueError: a shape mismatch deep in Keras", completed.stderr)
+        self.assertNotIn("prog: error", completed.stderr)

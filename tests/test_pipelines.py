@@ -2,14 +2,15 @@
 
 import gzip
 import os
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from pipelines import byte_codec, datasets, digits, preprocessing, text
-import tempfile
-
-from tests.conftest import deen_path, write_parallel_files
+from tests.conftest import PROJECT_ROOT, deen_path, write_parallel_files
 
 
 def _write(path, data):
@@ -247,6 +248,24 @@ class PreprocessingTest(tf.test.TestCase):
             tf.constant("\ufb01le".encode()), tf.constant(b"\xff\xfe"), "NFKC")
         self.assertEqual(source.numpy(), b"file")
         self.assertEqual(target.numpy(), b"\xff\xfe")
+
+    def test_unicode_normalization_without_tensorflow_text_names_the_extra(self):
+        code = ("import sys; sys.modules['tensorflow_text'] = None\n"
+                "import tensorflow as tf\n"
+                "from pipelines import preprocessing\n"
+                "from pipelines.options import ConfigError\n"
+                "pairs = tf.data.Dataset.from_tensor_slices(([b'a'], [b'b']))\n"
+                "try:\n"
+                "    preprocessing.make_batches(pairs, preprocessing.PipelineConfig("
+                "unicode_normalization='NFC'))\n"
+                "except ConfigError as error:\n"
+                "    print('ConfigError:', error)\n")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                cwd=PROJECT_ROOT, timeout=300,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertIn("ConfigError: `unicode_normalization` needs tensorflow-text", result.stdout)
+        self.assertIn("pip install 'bytenet_tf[text]'", result.stdout)
 
     def test_digits_dataset_batches(self):
         spec = datasets.DataSpec(dataset="digits", digits_config="thesis")

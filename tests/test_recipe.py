@@ -11,10 +11,10 @@ import numpy as np
 import tensorflow as tf
 
 from bytenet_tf import decoding, inference, zoo
-from bytenet_tf.training import config as config_lib
-from bytenet_tf.training import devices, evaluation, trainer
+from bytenet_tf.training import checkpoints
+from bytenet_tf.training import devices, evaluation, selection, trainer
 from bytenet_tf.training.config import TrainConfig, resolve
-from bytenet_tf.training.schedule import WarmupCosineDecay
+from bytenet_tf.training.schedule import BudgetClock, WarmupCosineDecay, make_schedule
 from pipelines import datasets
 from tests.conftest import synthetic_lines
 
@@ -152,7 +152,7 @@ class AverageAndSelectTest(tf.test.TestCase):
     def test_average_of_checkpoints_is_the_mean_of_each_variable(self):
         model = zoo.build_model("bytenet_small", hidden_size=8, num_stacks=1)
         model({"source": tf.constant([[65, 2]]), "target": tf.constant([[1, 66]])})
-        variables = trainer.model_variables(model)
+        variables = checkpoints.model_variables(model)
         paths, draws = [], []
         for index in range(3):
             values = [np.random.default_rng(index).normal(size=v.shape).astype("float32")
@@ -162,7 +162,7 @@ class AverageAndSelectTest(tf.test.TestCase):
             draws.append(values)
             paths.append(tf.train.Checkpoint(model_variables=variables).save(
                 os.path.join(self.get_temp_dir(), f"c{index}")))
-        trainer.average_checkpoints(model, paths)
+        checkpoints.average_checkpoints(model, paths)
         for position, variable in enumerate(variables.values()):
             self.assertAllClose(variable.numpy(), np.mean([d[position] for d in draws], axis=0),
                                 atol=1e-6)
@@ -173,18 +173,17 @@ class AverageAndSelectTest(tf.test.TestCase):
                              export_dir=model_dir + "/export", train_steps=12, checkpoint_every=3,
                              eval_every=3, beam_size=2, learning_rate=3e-3,
                              **dict(TINY, max_length=40))
-        with mock.patch.object(config_lib, "LENGTH_PENALTY_GRID", (0.0, 1.0)), \
-                mock.patch.object(trainer, "LENGTH_PENALTY_GRID", (0.0, 1.0)):
+        with mock.patch.object(selection, "LENGTH_PENALTY_GRID", (0.0, 1.0)):
             results = trainer.train_and_evaluate(config)
-        selection = results["selection"]
-        self.assertEqual(selection["metric"], "chrf")
-        self.assertIn("average_last_4", selection["candidates"])
-        self.assertEqual(selection["candidates"]["average_last_4"]["checkpoints"],
+        picked = results["selection"]
+        self.assertEqual(picked["metric"], "chrf")
+        self.assertIn("average_last_4", picked["candidates"])
+        self.assertEqual(picked["candidates"]["average_last_4"]["checkpoints"],
                          ["ckpt-3", "ckpt-6", "ckpt-9", "ckpt-12"])
-        scores = {name: c["chrf"] for name, c in selection["candidates"].items()}
-        self.assertEqual(selection["chosen"], max(scores, key=scores.get))
+        scores = {name: c["chrf"] for name, c in picked["candidates"].items()}
+        self.assertEqual(picked["chosen"], max(scores, key=scores.get))
         # The exported weights are the chosen ones: their validation is the chosen score.
-        self.assertAlmostEqual(results["valid"]["chrf"], scores[selection["chosen"]], places=3)
+        self.assertAlmostEqual(results["valid"]["chrf"], scores[picked["chosen"]], places=3)
         tried = results["length_penalty"]["tuned_on_validation"]
         self.assertEqual(sorted(tried), [0.0, 1.0])
         best = max(tried, key=lambda alpha: tried[alpha]["chrf"])
@@ -192,7 +191,7 @@ class AverageAndSelectTest(tf.test.TestCase):
         with open(os.path.join(model_dir, "config.json")) as f:
             stored = json.load(f)
         self.assertEqual(stored["effective_length_penalty"], best)
-        self.assertEqual(stored["exported_weights"], selection["chosen"])
+        self.assertEqual(stored["exported_weights"], picked["chosen"])
         with open(os.path.join(model_dir, "best", "best.json")) as f:
             self.assertIn(json.load(f)["step"], (3, 6, 9, 12))
 
@@ -223,8 +222,8 @@ class TimeBudgetTest(tf.test.TestCase):
         config = resolve(TrainConfig(schedule="cosine", learning_rate=1.0, warmup_steps=1,
                                      learning_rate_floor=0.0, train_steps=10 ** 6,
                                      time_budget_seconds=100.0))
-        clock = trainer._Clock(config.time_budget_seconds)
-        schedule = trainer.make_schedule(config, clock.progress)
+        clock = BudgetClock(config.time_budget_seconds)
+        schedule = make_schedule(config, clock.progress)
         clock.seconds.assign(50.0)
         clock.start()
         self.assertAllClose(schedule(10), 0.5, atol=1e-3)

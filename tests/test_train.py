@@ -14,8 +14,11 @@ import numpy as np
 import tensorflow as tf
 
 from bytenet_tf import vocabulary
-from bytenet_tf.training import devices, trainer
+from bytenet_tf.training import checkpoints, devices, trainer
 from bytenet_tf.training.config import TrainConfig
+from bytenet_tf.training.optimizer import make_optimizer
+from bytenet_tf.training.step import make_train_step
+from pipelines.options import ConfigError
 from pipelines import datasets, digits
 from tests.conftest import PROJECT_ROOT, deen_path, synthetic_lines
 from tests.helpers.free_ports import free_ports
@@ -168,8 +171,58 @@ class TrainEndToEndTest(tf.test.TestCase):
         base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
                     model_dir=model_dir, export=False, train_steps=2, checkpoint_every=2)
         trainer.train_and_evaluate(TrainConfig(**base, **TINY))
-        with self.assertRaisesRegex(ValueError, "hidden_size: 16 there, 24 now"):
+        with open(os.path.join(model_dir, "config.json"), "rb") as f:
+            stored = f.read()
+        with self.assertRaisesRegex(ConfigError, "hidden_size: 16 there, 24 now"):
             trainer.train_and_evaluate(TrainConfig(**base, **dict(TINY, hidden_size=24)))
+        # Every differing setting is named, not only the first of a hand-picked few.
+        with self.assertRaises(ConfigError) as raised:
+            trainer.train_and_evaluate(TrainConfig(**base, branch_weight=0.5, dropout_rate=0.2,
+                                                   source_blind=True, **TINY))
+        message = str(raised.exception)
+        for setting in ("branch_weight: 'inv_sqrt_depth' there, 0.5 now",
+                        "dropout_rate: 0.05 there, 0.2 now", "source_blind: False there, True now"):
+            self.assertIn(setting, message)
+        self.assertNotIn("hidden_size", message)
+        with open(os.path.join(model_dir, "config.json"), "rb") as f:
+            self.assertEqual(f.read(), stored, "a refused run leaves config.json as it was")
+
+    def test_binary_refuses_another_branch_weight_and_keeps_config_json(self):
+        model_dir = self.get_temp_dir() + "/changed_binary"
+        first = subprocess.run(_train_command(model_dir, "--train_steps=2", "--export=false"),
+                               env=_env(), capture_output=True, text=True, timeout=300)
+        self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+        with open(os.path.join(model_dir, "config.json"), "rb") as f:
+            stored = f.read()
+        second = subprocess.run(_train_command(model_dir, "--train_steps=4", "--export=false",
+                                               "--branch_weight=1"),
+                                env=_env(), capture_output=True, text=True, timeout=300)
+        self.assertEqual(second.returncode, 1)
+        self.assertIn("bytenet-train: error: --model_dir=", second.stderr)
+        self.assertIn("branch_weight: 'inv_sqrt_depth' there, 1.0 now", second.stderr)
+        self.assertNotIn("Traceback", second.stderr)
+        with open(os.path.join(model_dir, "config.json"), "rb") as f:
+            self.assertEqual(f.read(), stored)
+
+    def test_resumed_auto_precision_is_the_recorded_one(self):
+        model_dir = self.get_temp_dir() + "/precision"
+        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                    model_dir=model_dir, export=False, checkpoint_every=2,
+                    **dict(TINY, precision="auto"))
+        first = trainer.train_and_evaluate(TrainConfig(train_steps=2, **base))
+        # Record the other precision, as if the run had begun on another CPU: the resumed run
+        # must take it instead of measuring this machine again.
+        other = "float32" if first["precision"] == "mixed_bfloat16" else "mixed_bfloat16"
+        path = os.path.join(model_dir, "config.json")
+        with open(path) as f:
+            stored = json.load(f)
+        stored["effective_precision"] = other
+        with open(path, "w") as f:
+            json.dump(stored, f)
+        resumed = trainer.train_and_evaluate(TrainConfig(train_steps=4, **base))
+        self.assertEqual(resumed["precision"], other)
+        with open(path) as f:
+            self.assertIn("recorded in config.json", json.load(f)["precision_reason"])
 
 
 class CheckpointContentTest(tf.test.TestCase):
@@ -184,7 +237,7 @@ class CheckpointContentTest(tf.test.TestCase):
         fresh = zoo.build_model("bytenet_thesis", hidden_size=16, num_stacks=1, max_length=64,
                                 seed=0)
         initial = {v.path: v.numpy().copy() for v in fresh.variables}
-        trainer.restore_model(fresh, tf.train.latest_checkpoint(model_dir))
+        checkpoints.restore_model(fresh, tf.train.latest_checkpoint(model_dir))
         moved = {v.path for v in fresh.variables if not np.array_equal(initial[v.path], v.numpy())}
         statistics = [path for path in initial if "moving_mean" in path]
         self.assertNotEmpty(statistics)
@@ -206,7 +259,7 @@ class CheckpointContentTest(tf.test.TestCase):
         zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, dropout_rate=0.1)
         fresh = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, max_length=64,
                                 dropout_rate=0.1, seed=0)
-        trainer.restore_model(fresh, tf.train.latest_checkpoint(model_dir))
+        checkpoints.restore_model(fresh, tf.train.latest_checkpoint(model_dir))
         reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
         kernel = fresh.decoder_blocks[0].convs[0].kernel
         key = ("model_variables/" + kernel.path.replace("/", ".S")
@@ -218,7 +271,7 @@ class CheckpointContentTest(tf.test.TestCase):
         model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1)
         path = tf.train.Checkpoint(model=model).save(self.get_temp_dir() + "/old/ckpt")
         with self.assertRaisesRegex(ValueError, "has no `model_variables`"):
-            trainer.restore_model(model, path)
+            checkpoints.restore_model(model, path)
 
 
 class ResumeTest(tf.test.TestCase):
@@ -292,11 +345,14 @@ class DistributedTest(tf.test.TestCase):
         ports = free_ports(2)
         cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
         processes = []
+        # Worker 1 asks for another precision; every worker must compute as the chief does.
+        precision = {0: "--precision=float32", 1: "--precision=mixed_bfloat16"}
         for index in range(2):
             tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
             processes.append(subprocess.Popen(
                 _train_command(model_dir, "--strategy=multi_worker", *data_flags,
-                               "--train_steps=6", "--checkpoint_every=3", "--export=false"),
+                               "--train_steps=6", "--checkpoint_every=3", "--export=false",
+                               precision[index]),
                 env=_env(TF_CONFIG=tf_config), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True))
         outputs = []
@@ -309,8 +365,10 @@ class DistributedTest(tf.test.TestCase):
         for process, (_, stderr) in zip(processes, outputs):
             self.assertEqual(process.returncode, 0, stderr[-3000:])
         self.assertIn("MultiWorkerMirroredStrategy, 2 replicas", outputs[0][1])
-        counts = [json.loads(stdout.strip().splitlines()[-1])["data"]["length_filter"]
-                  for stdout, _ in outputs]
+        results = [json.loads(stdout.strip().splitlines()[-1]) for stdout, _ in outputs]
+        self.assertEqual([result["precision"] for result in results], ["float32", "float32"])
+        self.assertIn("Precision: float32 (the chief's choice", outputs[1][1])
+        counts = [result["data"]["length_filter"] for result in results]
         self.assertEqual(counts[0]["dropped"], 0)
         self.assertGreater(counts[1]["dropped"], 0)
         assert_same_model_weights(self, model_dir + "/worker_1", model_dir, atol=0)
@@ -386,7 +444,7 @@ class GradientNormTest(tf.test.TestCase):
         optimizer = keras.optimizers.SGD(0.0)
         optimizer.build(model.trainable_variables)
         step = tf.Variable(0, dtype=tf.int64)
-        train_step = trainer.make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
+        train_step = make_train_step(tf.distribute.get_strategy(), model, optimizer, step)
         got = float(train_step(iter(tf.data.Dataset.from_tensors(batch).repeat()))[3])
         self.assertGreater(want, 0.0)
         self.assertAllClose(got, want, rtol=1e-5)
@@ -399,7 +457,7 @@ class ConfigurationSourceTest(tf.test.TestCase):
 
         from bytenet_tf import train
 
-        names = {field.name for field, _ in train._fields()}
+        names = {field.name for field in train._fields()}
         self.assertEqual(names, {f.name for f in dataclasses.fields(TrainConfig)
                                  if f.name != "data"} | {f.name for f in dataclasses.fields(
                                      datasets.DataSpec)})
@@ -460,7 +518,7 @@ class FusedAdamTest(tf.test.TestCase):
 
     def test_snn_paper_settings_reach_the_optimizer(self):
         from bytenet_tf.training.config import resolve
-        optimizer = trainer.make_optimizer(
+        optimizer = make_optimizer(
             resolve(TrainConfig(adam_beta_2=0.99, adam_epsilon=0.01)), "float32")
         self.assertEqual((optimizer.beta_2, optimizer.epsilon), (0.99, 0.01))
 
@@ -468,6 +526,6 @@ class FusedAdamTest(tf.test.TestCase):
         from bytenet_tf.training.config import resolve
         from bytenet_tf.training.optimizer import Adam
         config = resolve(TrainConfig())
-        self.assertIsInstance(trainer.make_optimizer(config, "float32"), Adam)
-        scaled = trainer.make_optimizer(config, "mixed_float16")
+        self.assertIsInstance(make_optimizer(config, "float32"), Adam)
+        scaled = make_optimizer(config, "mixed_float16")
         self.assertIsInstance(scaled.inner_optimizer, Adam)

@@ -12,8 +12,11 @@ SELU residual block, which a policy may fuse). The policies:
 
 All three compute the same function (tested on every zoo model, values and gradients, dropout
 off); they drop different units from the same seed. A model takes its policy as the
-constructor argument `ops_policy`, which is part of its config. `bytenet-train --ops_policy=auto`
-picks one with `resolve_policy`, logs why and records it in `config.json`.
+constructor argument `ops_policy`. How a model is computed on this machine is a run-time choice,
+not part of the model: no layer puts `ops_policy` in its `get_config`, so a model rebuilt from
+a saved config computes with `reference` until it is given another policy.
+`bytenet-train --ops_policy=auto` picks one with `resolve_policy`, logs why and records it in
+`config.json` (`effective_ops_policy`), beside the model's config.
 """
 
 import os

@@ -15,7 +15,8 @@ import os
 
 from bytenet_tf import ops, zoo
 from bytenet_tf.training import devices
-from pipelines.datasets import DataSpec, option
+from pipelines.datasets import DataSpec
+from pipelines.options import ConfigError, option
 
 DEFAULTS = dict(model="bytenet_selu", batch_size=32, tokens_per_batch=0, train_steps=20000, time_budget_seconds=0.0,
                 learning_rate=3e-4, warmup_steps=1000, schedule="rsqrt", checkpoint_every=1000,
@@ -140,20 +141,24 @@ class TrainConfig:
 def _check_at_least(config, name, minimum):
     value = getattr(config, name)
     if value < minimum:
-        raise ValueError(f"`{name}` must be >= {minimum}. Received: {name}={value}")
+        raise ConfigError(f"`{name}` must be >= {minimum}. Received: {name}={value}")
 
 
 def resolve(config):
     """Returns a copy of `config` with every None filled from the presets, defaults and zoo.
 
     Raises:
-        ValueError: a value is out of range; the message names the argument.
+        ConfigError: a value is out of range, or the model is unknown; the message names the
+            argument.
     """
     values = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
     preset = PRESETS.get(config.data.dataset, {})
     if values["model"] is None:
         values["model"] = preset.get("model", DEFAULTS["model"])
-    model_defaults = zoo.model_config(values["model"])
+    try:
+        model_defaults = zoo.model_config(values["model"])
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
     for key, value in values.items():
         if value is None:
             values[key] = preset.get(key, DEFAULTS.get(key, model_defaults.get(key)))
@@ -171,13 +176,13 @@ def resolve(config):
                 "time_budget_seconds", "average_last"):
         _check_at_least(resolved, key, 0)
     if not 0 <= resolved.learning_rate_floor <= 1:
-        raise ValueError("`learning_rate_floor` is a fraction of the peak rate, in [0, 1]. "
+        raise ConfigError("`learning_rate_floor` is a fraction of the peak rate, in [0, 1]. "
                          f"Received: learning_rate_floor={resolved.learning_rate_floor}")
     if resolved.length_penalty is not None and resolved.length_penalty < 0:
-        raise ValueError("`length_penalty` must be >= 0 (0: no length normalization). "
+        raise ConfigError("`length_penalty` must be >= 0 (0: no length normalization). "
                          f"Received: length_penalty={resolved.length_penalty}")
     if resolved.learning_rate <= 0:
-        raise ValueError(f"`learning_rate` must be > 0. Received: "
+        raise ConfigError(f"`learning_rate` must be > 0. Received: "
                          f"learning_rate={resolved.learning_rate}")
     return resolved
 

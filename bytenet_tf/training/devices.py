@@ -17,6 +17,8 @@ import time
 
 import tensorflow as tf
 
+from pipelines.options import ConfigError
+
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
@@ -76,7 +78,7 @@ def resolve_precision(precision, gpus=None, tpu=None, cpu_bfloat16=None):
             `BFLOAT16_MIN_SPEEDUP` times as fast as a float32 one (about 0.1 s).
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r} is unknown; choose one of: "
+        raise ConfigError(f"precision={precision!r} is unknown; choose one of: "
                          f"{', '.join(PRECISIONS)}")
     if precision != "auto":
         return precision, "requested"
@@ -111,7 +113,7 @@ def resolve_strategy(strategy):
     logical CPU device when there is no GPU.
     """
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy={strategy!r} is unknown; choose one of: "
+        raise ConfigError(f"strategy={strategy!r} is unknown; choose one of: "
                          f"{', '.join(STRATEGIES)}")
     if strategy == "multi_worker":
         # Must come before anything that starts the TensorFlow runtime.
@@ -140,7 +142,7 @@ def resolve_strategy(strategy):
 
 def _multi_worker_strategy():
     if not os.environ.get("TF_CONFIG"):
-        raise ValueError("strategy='multi_worker' needs the cluster in the TF_CONFIG environment "
+        raise ConfigError("strategy='multi_worker' needs the cluster in the TF_CONFIG environment "
                          'variable, e.g. {"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
                          '"task": {"type": "worker", "index": 0}}')
     options = tf.distribute.experimental.CommunicationOptions(
@@ -162,3 +164,26 @@ def is_chief(strategy):
         return resolver.task_type in (None, "chief") or (
             resolver.task_type == "worker" and resolver.task_id == 0)
     return True
+
+
+def chief_choice(strategy, choice, choices):
+    """The chief's `choice` on every worker of a multi-worker `strategy`; `choice` elsewhere.
+
+    Each worker decides `auto` settings for itself (precision by a matmul timing, say), and
+    two workers could decide differently; this all-reduce makes the chief's decision theirs.
+
+    Args:
+        strategy: a `tf.distribute.Strategy`.
+        choice: this worker's choice, one of `choices`.
+        choices: the sequence of possible choices, the same on every worker.
+    """
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return choice
+    # Only the chief's replicas vote, for the index of its choice.
+    vote = tf.one_hot(choices.index(choice) if is_chief(strategy) else -1, len(choices))
+
+    def replica_vote():
+        return tf.distribute.get_replica_context().all_reduce("sum", vote)
+
+    votes = strategy.experimental_local_results(strategy.run(replica_vote))[0]
+    return choices[int(tf.argmax(votes))]

@@ -1,7 +1,9 @@
-"""`Adam`: Keras's Adam with its update fused into one op per variable."""
+"""`Adam`: Keras's Adam with its update fused into one op per variable, and `make_optimizer`."""
 
 import keras
 import tensorflow as tf
+
+from bytenet_tf.training.schedule import make_schedule
 
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
@@ -39,3 +41,20 @@ class Adam(keras.optimizers.Adam):
             v=self._velocities[index].value.handle, beta1_power=tf.pow(beta_1, step),
             beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype), beta1=beta_1,
             beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype), grad=gradient)
+
+
+def make_optimizer(config, policy, progress=None):
+    """bytenet-train's optimizer: `Adam` with the schedule of `config` (`make_schedule`),
+    gradient clipping, and loss scaling under `mixed_float16`.
+
+    Args:
+        config: a resolved `TrainConfig`.
+        policy: the Keras dtype policy name the model uses.
+        progress: the `BudgetClock.progress` variable, or None.
+    """
+    optimizer = Adam(
+        make_schedule(config, progress),
+        beta_2=config.adam_beta_2, epsilon=config.adam_epsilon, clipnorm=config.clip_norm or None)
+    if policy == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer

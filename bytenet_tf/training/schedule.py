@@ -1,13 +1,18 @@
-"""Learning-rate schedules of bytenet-train.
+"""Learning-rate schedules of bytenet-train, and the clock of its time budget.
 
 `WarmupRsqrtDecay`: linear warm-up, then inverse-square-root decay (no end).
 `WarmupCosineDecay`: linear warm-up, then a cosine decay that ends at a floor when the run's
 steps or its time budget are spent.
+`BudgetClock`: the training time of every run in a `model_dir`, and the share of the budget it
+is, which the cosine schedule reads. `make_schedule(config, progress)`: the schedule a resolved
+`TrainConfig` names.
 """
 
 import math
+import time
 
 import keras
+import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
@@ -88,3 +93,56 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
         # The progress variable belongs to the run, not to the schedule's configuration.
         return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
                 "total_steps": self.total_steps, "floor": self.floor}
+
+
+def make_schedule(config, progress=None):
+    """The learning-rate schedule that a resolved `TrainConfig` names.
+
+    Args:
+        config: a resolved `bytenet_tf.training.config.TrainConfig`.
+        progress: float32 scalar variable, the share of the time budget spent (for `cosine`).
+    """
+    warmup = max(config.warmup_steps, 1)
+    if not config.decay_learning_rate:
+        return WarmupRsqrtDecay(config.learning_rate, warmup, decay=False)
+    if config.schedule == "cosine":
+        return WarmupCosineDecay(config.learning_rate, warmup, config.train_steps,
+                                 config.learning_rate_floor, progress)
+    return WarmupRsqrtDecay(config.learning_rate, warmup)
+
+
+class BudgetClock:
+    """Training time over every run in a `model_dir`, and the share of the budget it is.
+
+    `seconds` (float64, checkpointed) is the training time of the earlier runs plus this one's;
+    `progress` (float32, not checkpointed) is `seconds / budget`, which the cosine schedule
+    reads.
+
+    Args:
+        budget: float, the time budget in seconds; 0 or None for none.
+    """
+
+    def __init__(self, budget):
+        self.budget = budget
+        self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="train_seconds")
+        self.progress = tf.Variable(0.0, dtype=tf.float32, trainable=False,
+                                    name="budget_progress")
+        self._base = 0.0
+        self._start = None
+
+    def start(self):
+        """Starts counting from the checkpointed `seconds`."""
+        self._base, self._start = float(self.seconds.numpy()), time.perf_counter()
+        self.tick()
+
+    def tick(self):
+        """Brings `seconds` and `progress` up to now; returns the seconds."""
+        seconds = self._base + time.perf_counter() - self._start
+        self.seconds.assign(seconds)
+        if self.budget:
+            self.progress.assign(min(seconds / self.budget, 1.0))
+        return seconds
+
+    def spent(self):
+        """Whether the budget is spent (never without one)."""
+        return bool(self.budget) and float(self.seconds.numpy()) >= self.budget

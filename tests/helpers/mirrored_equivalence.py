@@ -16,7 +16,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 import keras  # noqa: E402
 
 from bytenet_tf import zoo  # noqa: E402
-from bytenet_tf.training import trainer  # noqa: E402
+from bytenet_tf.training.step import make_train_step  # noqa: E402
 from pipelines import datasets, preprocessing  # noqa: E402
 
 
@@ -33,7 +33,7 @@ def train(strategy, batches, steps):
         optimizer.build(model.trainable_variables)
         step = tf.Variable(0, dtype=tf.int64, trainable=False)
     initial = [w.numpy() for w in model.trainable_variables]
-    train_step = trainer.make_train_step(strategy, model, optimizer, step)
+    train_step = make_train_step(strategy, model, optimizer, step)
     replicas = strategy.num_replicas_in_sync
     # Each replica takes its share of the same global batch.
     def split(features, labels):

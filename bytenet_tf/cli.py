@@ -1,0 +1,84 @@
+"""What the three binaries share: flags made from configuration fields, `--help`, and errors.
+
+- `define_flags(fields)`: one absl flag per dataclass field made with `pipelines.options.option`
+  (its name, type, choices, help and default written once, in the field).
+- `flag_message(message, names)`: a library error in flag terms (`batch_size` -> --batch_size).
+- `run(main, module_name, binary)`: `absl.app.run(main)`, with two things absl does not do on its
+  own. `--help` shows the module's usage and lists its flags: absl shows only those of the file
+  that was started, and a console script (`bytenet-train`) is not the module that defines them
+  (absl's `--help` exits with status 1, as it always does). And a
+  `pipelines.options.ConfigError` (a user's mistake) ends the process with exit status 1 and
+  its message in flag terms; any other exception is a bug and keeps its traceback.
+"""
+
+import re
+import sys
+
+from absl import app, flags, logging
+
+from pipelines.options import ConfigError
+
+FLAGS = flags.FLAGS
+_DEFINERS = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+             bool: flags.DEFINE_bool}
+
+
+def _module(module_name):
+    # absl files the flags of the started file (`python -m module`) under its path.
+    return sys.argv[0] if module_name == "__main__" else module_name
+
+
+def define_flags(fields, module_name, help_text=None):
+    """Defines one absl flag per dataclass field, once per process, as flags of `module_name`.
+
+    Args:
+        fields: `dataclasses.Field`s made with `pipelines.options.option`.
+        module_name: the binary's module (`__name__`), whose `--help` lists the flags.
+        help_text: optional callable, field -> help string (default: the field's own help).
+    """
+    for field in fields:
+        if field.name in FLAGS:
+            continue
+        text = help_text(field) if help_text else field.metadata["help"]
+        choices = field.metadata.get("choices")
+        if choices:
+            flags.DEFINE_enum(field.name, field.default, list(choices), text,
+                              module_name=_module(module_name))
+        else:
+            _DEFINERS[field.type](field.name, field.default, text,
+                                  module_name=_module(module_name))
+
+
+def flag_message(message, names):
+    """`message` with the argument names in `names` as flags: `batch_size` and batch_size=0
+    become --batch_size and --batch_size=0; other names stay as they are."""
+    def as_flag(match):
+        name = match.group(1) or match.group(2)
+        if name not in names:
+            return match.group(0)
+        return f"--{name}" if match.group(1) else f"--{name}="
+
+    return re.sub(r"`(\w+)`|(?<![\w-])(\w+)=", as_flag, message)
+
+
+def run(main, module_name, binary):
+    """Runs `main` under absl, listing `module_name`'s flags in `--help`; a `ConfigError`
+    becomes `<binary>: error: <message in flag terms>` on stderr and exit status 1."""
+    main_module = sys.modules["__main__"]
+    if not main_module.__doc__:  # a console script's wrapper: show the binary's own usage
+        main_module.__doc__ = sys.modules[module_name].__doc__
+    key_flags = FLAGS.get_key_flags_for_module(_module(module_name))
+    for flag in key_flags:
+        FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    names = {flag.name for flag in key_flags}
+
+    def guarded(argv):
+        try:
+            return main(argv)
+        except ConfigError as error:
+            message = flag_message(str(error), names)
+            logging.error("%s", message)
+            print(f"{binary}: error: {message}", file=sys.stderr)
+            sys.exit(1)
+
+    app.run(guarded)

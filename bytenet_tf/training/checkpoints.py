@@ -1,0 +1,154 @@
+"""Checkpoints of bytenet-train: what they hold, restoring them, averaging them, resuming.
+
+A checkpoint holds the model (every variable by its path, `model_variables`), the optimizer,
+the step, the training time, the dropout layers' seed states, the length filter's counts and,
+where TensorFlow can save it, the data iterator (see `bytenet_tf.training.stream`).
+
+- `restore_model(model, path)`: the weights of a checkpoint into a model built from the run's
+  `config.json` (`model_config`).
+- `average_checkpoints(model, paths)`: the mean of several checkpoints' weights.
+- `check_resumable(model_dir, model_config)`: refuses to resume a `model_dir` as another model.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from pipelines.options import ConfigError
+
+# Settings of the model's config that may change between the runs of one model_dir: they
+# change how it is computed, not what it is.
+RESUMABLE_CHANGES = ("dtype",)
+
+
+def _dropout_seeds(model):
+    """The dropout layers' seed-generator states, which `model.weights` leaves out.
+
+    Without them in the checkpoint, a resumed run would draw the masks of its first steps again.
+    """
+    return [v for v in model.variables if "seed_generator_state" in v.path]
+
+
+def model_variables(model):
+    """Every variable of `model` by its path: what a checkpoint needs to rebuild the model.
+
+    Keras 3 layers kept in Python lists (ByteNet's blocks) are not children of the model in
+    TensorFlow's object graph, so `tf.train.Checkpoint(model=model)` alone saves only the
+    embeddings and the output projection. The blocks' trainable weights then reach a training
+    checkpoint only through the optimizer, and their non-trainable ones (batch norm's moving
+    statistics) not at all. Checkpoints therefore also hold this dict. The dropout layers'
+    seed-generator states are left out: their paths carry a counter that runs over the whole
+    process (`seed_generator_33/...` in the second model built), so they are checkpointed by
+    their order instead (`_dropout_seeds`).
+    """
+    return {variable.path: variable for variable in model.variables
+            if "seed_generator_state" not in variable.path}
+
+
+def restore_model(model, checkpoint_path):
+    """Restores the weights of a bytenet-train checkpoint into a built `model` of its config.
+
+    The variables are matched by path, so build the model with the run's zoo name and
+    overrides (its `config.json`, `model_config`).
+
+    Returns:
+        `model`.
+
+    Raises:
+        ValueError: the checkpoint has no `model_variables`: it was not written by bytenet-train.
+        AssertionError: (TensorFlow's) a variable of `model` has no value in the checkpoint:
+            the model's config differs from the run's.
+    """
+    if not any(name.startswith("model_variables/")
+               for name, _ in tf.train.list_variables(checkpoint_path)):
+        raise ValueError(f"{checkpoint_path} has no `model_variables`, so it is not a "
+                         "bytenet-train checkpoint; pass one from a run's model_dir.")
+    tf.train.Checkpoint(model_variables=model_variables(model)).restore(
+        checkpoint_path).expect_partial().assert_existing_objects_matched()
+    return model
+
+
+def run_checkpoint(model, optimizer, step, clock, stream, checkpoint_path=None):
+    """The checkpoint of a training run, restored from `checkpoint_path` when one is given.
+
+    Args:
+        model, optimizer, step: the run's, built in its strategy's scope.
+        clock: its `bytenet_tf.training.schedule.BudgetClock`.
+        stream: its `bytenet_tf.training.stream.TrainingStream`.
+        checkpoint_path: the checkpoint to resume from, or None.
+
+    Returns:
+        a `tf.train.Checkpoint` over everything above, for a `tf.train.CheckpointManager`.
+    """
+    checkpoint = tf.train.Checkpoint(model=model, model_variables=model_variables(model),
+                                     optimizer=optimizer, step=step,
+                                     train_seconds=clock.seconds,
+                                     dropout_seeds=_dropout_seeds(model), **stream.trackables())
+    if checkpoint_path:
+        checkpoint.restore(checkpoint_path).assert_existing_objects_matched()
+        logging.info("Resumed from %s at step %d.", checkpoint_path, int(step.numpy()))
+    return checkpoint
+
+
+def weights(model):
+    """The values of `model_variables(model)`, as numpy arrays, in order."""
+    return [variable.numpy() for variable in model_variables(model).values()]
+
+
+def set_weights(model, values):
+    """Assigns `values` (from `weights`) to `model_variables(model)`, in order."""
+    for variable, value in zip(model_variables(model).values(), values):
+        variable.assign(value)
+
+
+def average_checkpoints(model, checkpoint_paths):
+    """Sets `model`'s variables to their mean over `checkpoint_paths` (bytenet-train checkpoints).
+
+    Integer variables take the last checkpoint's value. Returns `model`.
+    """
+    if not checkpoint_paths:
+        raise ValueError("average_checkpoints needs at least one checkpoint path.")
+    total = None
+    for path in checkpoint_paths:
+        values = weights(restore_model(model, path))
+        if total is None:
+            total = [value.astype("float64") if value.dtype.kind == "f" else value
+                     for value in values]
+        else:
+            total = [t + v if v.dtype.kind == "f" else v for t, v in zip(total, values)]
+    count = len(checkpoint_paths)
+    set_weights(model, [t / count if t.dtype.kind == "f" else t for t in total])
+    return model
+
+
+def check_resumable(model_dir, model_config):
+    """Refuses to resume `model_dir` as a model other than the one its `config.json` records.
+
+    Every setting of the model's config counts (the zoo name, sizes, dilations, dropout, the
+    residual branch, the seed, ...), except `RESUMABLE_CHANGES`.
+
+    Args:
+        model_dir: a run's folder; nothing is checked when it has no `config.json`.
+        model_config: `get_config()` of the model this run built.
+
+    Raises:
+        ConfigError: the settings differ; the message names every one, with both values.
+    """
+    path = os.path.join(model_dir, "config.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        stored = json.load(f).get("model_config")
+    if not stored:
+        return
+    # JSON has no tuples: compare what both sides would write.
+    now = json.loads(json.dumps(model_config, default=str))
+    different = sorted(key for key in set(stored) | set(now)
+                       if key not in RESUMABLE_CHANGES and stored.get(key) != now.get(key))
+    if different:
+        changes = "; ".join(f"{key}: {stored.get(key)!r} there, {now.get(key)!r} now"
+                            for key in different)
+        raise ConfigError(f"model_dir={model_dir} holds a run of another model ({changes}). "
+                          "Resume it with the same settings, or choose a new `model_dir`.")

@@ -1,0 +1,115 @@
+"""Choosing what to export: the weights, and beam search's length penalty.
+
+At the end of a run the chief exports the best, on the validation set, of: the last weights,
+the mean of the last `average_last` checkpoints, and the best checkpoint of the periodic
+validation (`BestCheckpoint`, kept in `model_dir/best/`), by `select_by` (`select_weights`).
+With a beam, the length penalty is then tuned on the same set (`tune_length_penalty`).
+"""
+
+import json
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from bytenet_tf import inference
+from bytenet_tf.training import checkpoints, evaluation
+from bytenet_tf.training.config import LENGTH_PENALTY_GRID
+
+
+def selection_metric(config):
+    """The validation score that selection maximizes (chrF when `select_by` is `last`)."""
+    return "bleu" if config.select_by == "bleu" else "chrf"
+
+
+class BestCheckpoint:
+    """The model weights of the best validation so far, in `model_dir/best/`, with its scores.
+
+    `best/best.json` holds the step and scores, so a resumed run keeps comparing against them.
+    """
+
+    def __init__(self, config, model, enabled):
+        self.metric = selection_metric(config)
+        self.directory = os.path.join(config.model_dir, "best")
+        self.enabled = enabled
+        self.manager = tf.train.CheckpointManager(
+            tf.train.Checkpoint(model_variables=checkpoints.model_variables(model)), self.directory,
+            max_to_keep=1)
+        path = os.path.join(self.directory, "best.json")
+        self.record = None
+        if os.path.exists(path) and self.manager.latest_checkpoint:
+            with open(path) as f:
+                self.record = json.load(f)
+
+    def offer(self, scores, step):
+        """Saves the weights if `scores` beat the best so far."""
+        if not self.enabled or (self.record and scores[self.metric] <= self.record[self.metric]):
+            return
+        path = self.manager.save(checkpoint_number=step)
+        self.record = {"step": step, "bleu": scores["bleu"], "chrf": scores["chrf"], "path": path}
+        with open(os.path.join(self.directory, "best.json"), "w") as f:
+            json.dump(self.record, f, indent=2)
+
+    @property
+    def path(self):
+        """The best checkpoint's path, found in `best/` even if the model_dir has moved."""
+        if not self.record:
+            return None
+        return os.path.join(self.directory, os.path.basename(self.record["path"]))
+
+
+def select_weights(config, model, translate_fn, manager, best, last_scores):
+    """Loads the best of: the last weights, the mean of the last checkpoints, the best
+    validated checkpoint (by `select_by` on the validation set).
+
+    Returns:
+        dict `{chosen, candidates: {name: {step(s), bleu, chrf}}}`.
+    """
+    metric = selection_metric(config)
+    last = checkpoints.weights(model)
+    candidates = {"last": {"bleu": last_scores["bleu"], "chrf": last_scores["chrf"]}}
+    loaders = {"last": lambda: checkpoints.set_weights(model, last)}
+    paths = manager.checkpoints[-config.average_last:] if config.average_last > 1 else []
+    if len(paths) > 1:
+        name = f"average_last_{len(paths)}"
+        loaders[name] = lambda: checkpoints.average_checkpoints(model, paths)
+        candidates[name] = {"checkpoints": [os.path.basename(path) for path in paths]}
+    final_step = int(manager.checkpoints[-1].rsplit("-", 1)[1]) if manager.checkpoints else None
+    if best.path and best.record["step"] != final_step:
+        loaders["best_validated"] = lambda: checkpoints.restore_model(model, best.path)
+        candidates["best_validated"] = {"step": best.record["step"]}
+    if config.select_by == "last" or len(loaders) == 1:
+        return {"chosen": "last", "metric": metric, "candidates": candidates}
+    for name, load in loaders.items():
+        if name == "last":
+            continue
+        load()
+        scores = evaluation.validation_scores(config, translate_fn)
+        candidates[name].update(bleu=scores["bleu"], chrf=scores["chrf"])
+        logging.info("Candidate %s: validation BLEU %.2f, chrF %.2f", name, scores["bleu"],
+                     scores["chrf"])
+    chosen = max(candidates, key=lambda name: candidates[name][metric])
+    loaders[chosen]()
+    logging.info("Exporting the %s weights (best validation %s).", chosen, metric)
+    return {"chosen": chosen, "metric": metric, "candidates": candidates}
+
+
+def tune_length_penalty(config, model, grid=None):
+    """Beam search's length-normalization exponent that scores best on the validation set.
+
+    Tries each value of `grid` (default `config.LENGTH_PENALTY_GRID`) with `config.beam_size`.
+
+    Returns:
+        `(best_alpha, {alpha: {bleu, chrf, reached_bound}})`.
+    """
+    metric = selection_metric(config)
+    results = {}
+    for alpha in grid or LENGTH_PENALTY_GRID:
+        translator = inference.Translator(model, beam_size=config.beam_size, length_alpha=alpha)
+        scores = evaluation.validation_scores(config, translator)
+        results[alpha] = {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
+        logging.info("Beam %d, length penalty %.2f: validation BLEU %.2f, chrF %.2f",
+                     config.beam_size, alpha, scores["bleu"], scores["chrf"])
+    return max(results, key=lambda alpha: results[alpha][metric]), results
+
+
