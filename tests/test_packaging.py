@@ -57,3 +57,20 @@ class WheelTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PackageBoundaryTest(unittest.TestCase):
+
+    def test_pipelines_imports_nothing_of_bytenet_tf_and_builds_no_keras(self):
+        # TensorFlow imports parts of Keras itself; pipelines must add none, nor bytenet_tf.
+        code = ("import sys\n"
+                "import tensorflow\n"
+                "before = set(sys.modules)\n"
+                "import pipelines.datasets, pipelines.preprocessing, pipelines.byte_codec\n"
+                "print(sorted(m for m in set(sys.modules) - before\n"
+                "             if m.split('.')[0] in ('bytenet_tf', 'keras')))\n")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                cwd=PROJECT_ROOT, timeout=300,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+        self.assertEqual(result.stdout.strip().splitlines()[-1], "[]")
