@@ -44,19 +44,12 @@ MODELS = {
     # SELU ByteNet (Klambauer et al. 2017): no normalization, selu, LeCun-uniform init and
     # AlphaDropout; the residual sum is rescaled to keep unit variance through depth (see
     # `ResidualBlock`), with the branch weighted by w = 1/sqrt(blocks per side) (0.258 at 15):
-    # blocks return (x + w f(x)) / sqrt(1 + w^2). Chosen by the residual sweep (docs/results.md,
-    # experiments 6 and 7): on memorization, w = 1 stays on the unigram plateau (3.15 nats per
-    # byte after 3 minutes), w = 0.2 and 1/sqrt(15) learn fastest (1.08 and about 1.0 over 3
-    # seeds), 0.1 and the learnable gate from 0 are slower. With w = 1 the identity path through
-    # the 15 decoder blocks keeps 2**-7.5 of the embedding; with 1/sqrt(15) it keeps
-    # (1 + 1/15)**-7.5 = 0.62, and the sum of the branches' variances stays that of one branch,
-    # whatever the depth (the thesis's small sugartensor kernels had the same effect). On real
-    # text (docs/results.md, section 14; held-out loss, 3 seeds) w = 0.2, 0.3 and 1/sqrt(15) tie
-    # at 400 steps and w = 1 fails. A learnable gate from 0 ends lower in held-out loss at equal
-    # steps (0.008 nats/byte at 1,400 steps; 0.005 at 2,800, about 30 minutes a run, on all 3
-    # seeds) with level greedy BLEU, but its step costs 1.07x (benchmarks/residual_gate_cost.py)
-    # and it starts slower on memorization; a lead at equal training time is not shown, so
-    # 1/sqrt(L) stays (docs/results_notes.md, session 13).
+    # blocks return (x + w f(x)) / sqrt(1 + w^2). With w = 1 the identity path through the 15
+    # decoder blocks keeps 2**-7.5 of the embedding; with 1/sqrt(15) it keeps
+    # (1 + 1/15)**-7.5 = 0.62, and the branches together add about one branch's variance,
+    # whatever the depth (the thesis's small sugartensor kernels had the same effect). The
+    # sweeps behind this choice, on memorization and on real text, are in docs/results.md,
+    # "The residual branch".
     "bytenet_selu": dict(_THESIS, normalization="none", activation="selu",
                          kernel_initializer="lecun_uniform", dropout_rate=0.05,
                          normalize_residual=True, branch_weight="inv_sqrt_depth"),

@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "docs", "results")
 RUNS = os.path.join(ROOT, "runs", "experiments")
 
-# The training settings that `dataset=text` had before it got the recipe preset (issue 13):
+# The training settings that `dataset=text` had before it got the recipe preset:
 # the earlier experiments pass them, so that their recorded commands still mean what they did.
 # The model of experiments/residual_text.py, and of its results files written before `--model`.
 RESIDUAL_TEXT_MODEL = "bytenet_selu"

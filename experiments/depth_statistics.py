@@ -1,10 +1,11 @@
-"""Experiment 3: each block's output mean and variance, at initialization and after experiment 2.
+"""Self-normalization through depth: each block's output mean and variance, at initialization
+and after memorize.py's training.
 
     python experiments/depth_statistics.py      (after python experiments/memorize.py)
 
 For bytenet_selu (branch weight 1 and 0.3), bytenet_small without normalization and with layer
 norm, on the 100 memorized newstest2013 pairs: the statistics of a fresh model (same seed and
-settings as experiment 2) and, where experiment 2 ran that variant, of its final checkpoint.
+settings as memorize.py) and, where memorize.py ran that variant, of its final checkpoint.
 Writes docs/results/depth_statistics.json.
 """
 
@@ -34,7 +35,7 @@ def batch(folder):
 
 
 def model_for(label):
-    """A fresh model with experiment 2's settings for `label` (seed 0, dropout 0)."""
+    """A fresh model with memorize.py's settings for `label` (seed 0, dropout 0)."""
     name, overrides = VARIANTS[label]
     return zoo.build_model(name, dropout_rate=0.0, seed=0, max_length=500, **overrides)
 
@@ -55,7 +56,7 @@ def main():
             results[label]["checkpoint"] = latest
         for phase in ("initial", "trained"):
             rows = results[label][phase]
-            print(label, phase, "not run (no experiment 2 checkpoint)" if rows is None else
+            print(label, phase, "not run (no memorize.py checkpoint)" if rows is None else
                   (min(r["variance"] for r in rows), max(r["variance"] for r in rows)), flush=True)
     print(write_results("depth_statistics", {"command": "python experiments/depth_statistics.py",
                                              "variants": results}))

@@ -1,4 +1,4 @@
-"""Experiment 1: the thesis's synthetic digits task, for every zoo model, and a recipe below 5%.
+"""Digits: the thesis's synthetic digits task, for every zoo model, and a recipe below 5%.
 
     python experiments/digits.py [--recipes_only]
 
@@ -46,7 +46,7 @@ RECIPES = {
 def run(name, model, options):
     started = time.time()
     options = dict(options)
-    # The clean split (no test number in training) that docs/results.md's experiment 1 used;
+    # The clean split (no test number in training) that docs/results.md's first digits table used;
     # `thesis` is now the thesis's exact data, with its overlap (see pipelines/digits.py).
     digits_config = options.pop("digits_config", "thesis_clean")
     results = trainer.train_and_evaluate(TrainConfig(

@@ -1,4 +1,4 @@
-"""Experiment 7: the thesis's digits task as the thesis ran and scored it.
+"""Digits: the thesis's digits task as the thesis ran and scored it.
 
     python experiments/digits_thesis.py [--seeds=0,1,2] [--models=bytenet_thesis,...]
 

@@ -1,4 +1,4 @@
-"""Experiment 2: memorizing 100 newstest2013 pairs, trained and scored on the same pairs.
+"""Memorization: memorizing 100 newstest2013 pairs, trained and scored on the same pairs.
 
     python experiments/memorize.py [--minutes 10] [--variant selu]
     python experiments/memorize.py --minutes=15 --variant=none --pairs=500 --batch=64 \
@@ -12,7 +12,7 @@ Runs bytenet_small with normalization layer, batch and none, and bytenet_selu (t
 wall-clock budget (validation included), batch 20 (5 steps per epoch), Adam at a constant 1e-3
 after 50 warm-up steps, dropout 0 for all (this task rewards memorizing), precision auto.
 BLEU (sacrebleu) on the 100 pairs every 5 epochs. Writes docs/results/memorize.json; the
-checkpoints stay in runs/experiments/memorize/ for experiment 3.
+checkpoints stay in runs/experiments/memorize/ for experiments/depth_statistics.py.
 
 `--pairs`, `--batch`, `--learning_rate` and `--precision` move the task toward the thesis's
 memorization runs (3003 pairs, batch 64, Adam 3e-4, float32, 5.6k-14k steps); `--name` names

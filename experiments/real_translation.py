@@ -1,4 +1,4 @@
-"""Experiment 4: real German->English translation at small scale, one model per run.
+"""Real translation: German->English translation at small scale, one model per run.
 
     python experiments/real_translation.py --model=bytenet_selu --minutes=30
     python experiments/real_translation.py --model=bytenet_small --minutes=30

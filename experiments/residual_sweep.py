@@ -1,4 +1,4 @@
-"""Experiment 6: SELU ByteNet's residual branch weight, gate and optimizer, on memorization.
+"""The residual branch: SELU ByteNet's residual branch weight, gate and optimizer, on memorization.
 
     python experiments/residual_sweep.py --minutes=3 --settings=w0.3,w1 --seeds=0
     python experiments/residual_sweep.py --minutes=10 --seeds=0,1,2       # every setting

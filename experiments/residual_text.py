@@ -1,4 +1,4 @@
-"""Issue 12, part 1 on real text: SELU ByteNet's residual settings at equal steps, with seeds.
+"""The residual branch on real text: SELU ByteNet's residual settings at equal steps, with seeds.
 
     python experiments/residual_text.py --steps=400 --seeds=0,1,2          # every setting
     python experiments/residual_text.py --steps=20 --settings=w1 --seeds=0 --name=smoke
@@ -6,7 +6,7 @@
     python experiments/residual_text.py --merge=residual_text_2800steps_seed2 \
         --name=residual_text_2800steps
 
-The settings are experiment 6's (`experiments/residual_sweep.py`): `w<x>` the branch weight of
+The settings are those of the memorization sweep (`experiments/residual_sweep.py`): `w<x>` the branch weight of
 `(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
 `+snn_adam` Adam with beta_2 0.99 and epsilon 0.01, `+constant` no decay after the warm-up,
 `+lr<rate>` another peak learning rate. Each run trains `--model` (default `bytenet_selu`; for

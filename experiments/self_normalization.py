@@ -1,10 +1,10 @@
-"""Experiment 8: self-normalization as the theory states it, with an attraction test.
+"""Self-normalization as the theory states it, with an attraction test.
 
     python experiments/self_normalization.py [--steps=150] [--scales=0.1,1,3] [--seed=0]
 
 SELU's fixed-point argument is about each unit's pre-activation (the input of each selu), not
 about the pooled residual stream. For `bytenet_selu` at its zoo defaults (hidden 400, 3 stacks)
-this measures, on the 100 memorization pairs of experiment 2 (the first 100 of newstest2013):
+this measures, on the 100 memorization pairs of memorize.py (the first 100 of newstest2013):
 
 - per unit (channel) of every selu input in every residual branch, its mean and variance over
   real positions (`bytenet_tf.analysis.unit_statistics`), summarized by the 5%, 50% and 95%

@@ -1,4 +1,4 @@
-"""Experiment 5: training speed of every zoo model at one size, float32 and mixed_bfloat16.
+"""Speed: training speed of every zoo model at one size, float32 and mixed_bfloat16.
 
     python experiments/speed.py
 

@@ -1,4 +1,4 @@
-"""Issue 13: the text recipe (bytenet-train's `text` preset) for a time budget, scored everywhere.
+"""Real translation: the text recipe (bytenet-train's `text` preset) for a time budget, scored everywhere.
 
     python experiments/translator.py --minutes=30 --name=recipe_30min
     python experiments/translator.py --minutes=30 --name=blind_30min --set source_blind=true

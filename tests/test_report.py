@@ -1,4 +1,4 @@
-"""experiments/report.py: tables name the command of every row."""
+"""experiments/report.py and its renderers: tables name the command of every row."""
 
 import os
 import tempfile
@@ -18,13 +18,13 @@ def _check(flags, commit, **extra):
 class CheckSectionTest(tf.test.TestCase):
 
     def test_each_row_names_the_flags_that_its_command_adds(self):
-        from experiments import report
+        from experiments.reports import memorization
 
         results = {"old": _check("--eval_every=40", "aaa"),
                    "new": _check("--schedule=rsqrt --eval_every=40 --branch_weight=1", "bbb",
                                  precision="float32", cpu="Some CPU (family 1, model 2)")}
-        with tempfile.TemporaryDirectory() as folder, mock.patch.object(report, "DOCS", folder):
-            lines = report.check_section(results)
+        with tempfile.TemporaryDirectory() as folder, mock.patch.object(memorization, "DOCS", folder):
+            lines = memorization.check_section(results)
             self.assertTrue(os.path.exists(os.path.join(folder, "memorize_check.png")))
         text = "\n".join(lines)
         self.assertIn("`bytenet-train --model=bytenet_selu --dataset=text "

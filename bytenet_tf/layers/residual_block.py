@@ -20,8 +20,8 @@ class ResidualBlock(keras.layers.Layer):
     norm, act, 1x1 conv to `hidden_size // 2`, norm, act, dilated conv of width `kernel_size`,
     norm, act, 1x1 conv back to `hidden_size`, then add the block input. When `dropout_rate > 0`,
     one dropout layer (`bytenet_tf.layers.AlphaDropout` for `selu`) acts on the input of the
-    last convolution: once per block, not after every activation (on CPU, three dropouts per
-    block took 23% of a `bytenet_selu` training step). In a SELU block the last activation,
+    last convolution: once per block, not after every activation (three dropouts per block
+    cost a large share of a CPU training step: docs/cpu_fast_path.md). In a SELU block the last activation,
     its AlphaDropout and a width-1 last convolution are one call,
     `ops.selu_alpha_dropout_dense`, which the `cpu` policies fuse.
 
@@ -30,16 +30,11 @@ class ResidualBlock(keras.layers.Layer):
     depth and leaves the fixed point (mean 0, variance 1) that makes SELU self-normalizing. With
     `normalize_residual=True` the block returns `(x + w * f(x)) / sqrt(1 + w**2)` with
     `w = branch_weight`: for an uncorrelated branch it keeps the variance at 1 and the mean at 0
-    at every depth. Measured at initialization on the first 64 pairs of newstest2013
-    (`fixture-small`), `bytenet_selu` (hidden 400, 3 stacks, 15 blocks per side, seed 0) with
-    plain addition (`branch_weight=1`, `normalize_residual=False`) drifts to a block-output
-    variance of up to 87 in the encoder and 564 in the decoder; with the normalized sum every
-    block stays within mean +-0.03 and variance [0.85, 0.99] at `branch_weight=1`, and +-0.04
-    and [0.95, 0.995] at the zoo's 1/sqrt(15) (`python benchmarks/self_normalization.py` prints
-    the tables). It adds no normalization op, only a scalar multiply. With w = 1 the identity
-    path keeps only `2**-(blocks/2)` of the stack's input, and `bytenet_selu` trained slowly (it
-    stayed on the unigram plateau when memorizing newstest); the zoo therefore uses
-    w = 1/sqrt(blocks per side) (docs/results.md, experiments 6 and 7).
+    at every depth. It adds no normalization op, only a scalar multiply. With w = 1 the identity
+    path keeps only `2**-(blocks/2)` of the stack's input, so `bytenet_selu` weights the branch
+    by w = 1/sqrt(blocks per side) instead. `python benchmarks/self_normalization.py` prints the
+    block-output statistics through depth with and without the rescale; docs/results.md
+    ("Self-normalization", "The residual branch") holds the measured figures.
 
     Args:
         hidden_size: int, channels of the block input and output.

@@ -31,9 +31,8 @@ def dropout_threshold(rate):
 def bias_gradient(upstream):
     """Column sums of a 2-D `upstream`: the gradient of a bias added to every row.
 
-    A `(1, rows)` row of ones times `upstream` runs on oneDNN's threads. On the 2-core CPU, over
-    4096 rows: 153 against 392 us for `BiasAddGrad` at 256 float32 columns, 82 against 246 us
-    at 128 bfloat16 columns, and within 5% of it otherwise.
+    A `(1, rows)` row of ones times `upstream` runs on oneDNN's threads, unlike `BiasAddGrad`
+    (timings: docs/cpu_fast_path.md).
     """
     ones = tf.ones(tf.stack([1, tf.shape(upstream)[0]]), upstream.dtype)
     return tf.matmul(ones, upstream)[0]
@@ -75,8 +74,7 @@ def _select(inputs, keep, dropped):
     """`where(keep, x, dropped)`, with the gradient `where(keep, dy, 0)`.
 
     `Select` on two tensors of one shape, not `tf.where` with a scalar: the broadcasting
-    `SelectV2` took 301 against 230 us in float32 and 243 against 136 us in bfloat16 on a
-    4096 x 128 tensor (the fill included).
+    `SelectV2` is slower on a CPU, fill included (docs/cpu_fast_path.md).
     """
 
     @tf.custom_gradient
@@ -111,9 +109,7 @@ class CpuOps(ReferenceOps):
         `BatchToSpaceND`, and oneDNN's backward-data and backward-weights kernels are slower
         than its forward kernel. Here the input gradient is a forward convolution of the output
         gradient with the taps reversed and transposed (padding mirrored), and the kernel
-        gradient is one matrix product per tap. Measured on the 2-core CPU, forward and backward
-        at 16 x 256 x 128 channels, kernel 3, dilations 1/4/16: 6.4-6.9 against 6.6-8.0 ms in
-        float32, 3.6 against 3.9-4.7 ms in bfloat16.
+        gradient is one matrix product per tap (timings: docs/cpu_fast_path.md).
         """
         kernel = tf.cast(kernel, inputs.dtype)
 
@@ -158,8 +154,8 @@ class CpuOps(ReferenceOps):
     def selu(self, inputs, training=False):
         """See `ReferenceOps.selu`; a bfloat16 SELU runs in float32 between two casts.
 
-        On CPU, Eigen's bfloat16 elementwise ops are slow: `Selu` and `SeluGrad` took 1.95 ms
-        forward and backward on a 16 x 256 x 128 tensor, the casts and float32 ops 1.04 ms.
+        On CPU, Eigen's bfloat16 elementwise ops are slower than the casts and float32 ops
+        together (docs/cpu_fast_path.md).
         """
         if inputs.dtype == tf.bfloat16:
             return tf.cast(tf.nn.selu(tf.cast(inputs, tf.float32)), tf.bfloat16)
@@ -168,8 +164,7 @@ class CpuOps(ReferenceOps):
     def keep_mask(self, shape, rate, seed):
         """See `ReferenceOps.keep_mask`; 16 bits per unit, so `rate` is quantized to 2**-16.
 
-        On a 16 x 256 x 128 tensor: 0.94 ms for the 16-bit mask against 1.99 ms for float
-        uniforms.
+        Drawing 16 bits per unit is faster than drawing float uniforms (docs/cpu_fast_path.md).
         """
         size = tf.reduce_prod(shape)
         words = tf.random.stateless_uniform([(size + 1) // 2], seed, minval=None, maxval=None,
@@ -203,10 +198,7 @@ class CpuFusedOps(CpuOps):
     class loads the kernel (compiling it once per machine, with a log line), so it is ready
     before any graph is traced.
 
-    In-process A/B runs of a `bytenet_selu` training step (h256 x 2 stacks, 16 x 256 bytes) on
-    the 2-core CPU: the bfloat16 SELU in the kernel took the step from 284.4 to 265.6 ms; the
-    dropout's bits drawn inside the kernel from 389.5 to 369.1 ms (float32) and 257.9 to
-    246.1 ms (mixed_bfloat16).
+    What it saves per training step was measured in in-process A/B runs (docs/cpu_fast_path.md).
 
     Raises:
         kernels.KernelUnavailableError: the kernel cannot be built or loaded here.

@@ -31,7 +31,8 @@ PRESETS = {
                    learning_rate=3e-3, warmup_steps=100, max_length=64, checkpoint_every=300,
                    eval_every=0, valid_size=1000, log_every=50),
     # The translation recipe: what a 2-core CPU trains best in two hours on a corpus like
-    # ../shared/data/deen/train (docs/results.md, issue 13, names the runs behind each value).
+    # ../shared/data/deen/train (docs/results.md, "Real translation", names the runs behind each
+    # value).
     # Its shuffle buffer holds all of train (60k pairs): the file is sorted by origin, and with
     # 10,000 the stream read captions, then Tatoeba, then news, one after the other.
     "text": dict(time_budget_seconds=7200.0, train_steps=1_000_000, schedule="cosine",
@@ -48,8 +49,8 @@ SCHEDULES = ("rsqrt", "cosine")
 SELECT_BY = ("chrf", "bleu", "last")
 # Beam-search length-normalization exponents tried on the validation set when the export uses a
 # beam and `length_penalty` is unset (0 is plain log-probability; GNMT used 0.6-0.7). Byte-level
-# hypotheses are ~5x longer than word-level ones, and both 30-minute recipe runs of session 7
-# chose 1.5, the old grid's edge, so the grid reaches 3.
+# hypotheses are ~5x longer than word-level ones, and runs of the text recipe chose 1.5 and 2,
+# so the grid reaches 3.
 LENGTH_PENALTY_GRID = (0.0, 0.3, 0.6, 1.0, 1.5, 2.0, 3.0)
 
 
@@ -70,7 +71,7 @@ class TrainConfig:
     branch_weight: float = option(
         None, "Override the weight w of the residual branch: blocks return x + w*f(x), or "
         "(x + w*f(x))/sqrt(1 + w^2) in bytenet_selu, whose default is 1/sqrt(blocks per side), "
-        "0.258 at 3 stacks (see docs/results.md, experiments 6 and 7).")
+        "0.258 at 3 stacks (see docs/results.md, \"The residual branch\").")
     residual_gate: bool = option(None, "Override: make the residual branch weight a learnable "
                                  "scalar that starts at 0 (SkipInit/ReZero).")
     source_blind: bool = option(None, "Baseline: the decoder sees zeros instead of the encoder "

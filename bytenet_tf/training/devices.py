@@ -53,9 +53,9 @@ def matmul_seconds(dtype, size=768, repeats=5):
 def cpu_bfloat16_speedup():
     """How many times faster a bfloat16 matmul runs than a float32 one on this CPU (measured).
 
-    The bf16 flags alone do not decide: on AMD Zen 4/5 (avx512_bf16) mixed_bfloat16 trained
-    1.3-2x faster than float32, while on an Intel Xeon with avx512_bf16 and no AMX the bf16
-    matmul ran at 91 against 311 GFLOP/s and a training step took 3x as long (README).
+    The bf16 flags alone do not decide: CPUs that list avx512_bf16 differ in whether their
+    bf16 matmul is faster or slower than float32 (measured figures per CPU kind:
+    docs/results.md, "Speed").
     """
     return matmul_seconds(tf.float32) / matmul_seconds(tf.bfloat16)
 

@@ -18,9 +18,8 @@ class Adam(keras.optimizers.Adam):
 
     with `t` the step number starting at 1. The slot variables are Keras's own, so checkpoints,
     `get_config`, weight decay, gradient clipping, loss scaling and distribution strategies behave
-    as with Keras's Adam. With `amsgrad=True` the update is Keras's. On the 2-core CPU, one update
-    of the 126 variables of `bytenet_selu` (hidden 256, 2 stacks, 2.6 M parameters) took
-    3.7-3.9 ms against 7.0-7.5 ms for Keras's update.
+    as with Keras's Adam. With `amsgrad=True` the update is Keras's. It exists for speed on a
+    CPU (docs/results.md, "Speed").
 
     Args: those of `keras.optimizers.Adam`.
     """

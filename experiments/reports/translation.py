@@ -1,0 +1,210 @@
+"""Real translation: small-scale runs, the text recipe's screens and runs, SELU against layer norm."""
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from experiments.reports.common import DOCS, ema, load, provenance, results_named  # noqa: E402
+
+
+# The news and FLORES test sets that experiments/translator.py scores beside multi30k-test2016.
+NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
+
+
+def _translator_runs(prefix):
+    """docs/results/translator_<prefix>*.json, by name (without `translator_`)."""
+    return {name[len("translator_"):]: result
+            for name, result in results_named(f"translator_{prefix}").items()}
+
+
+def translation_section(results):
+    fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
+    lines = ["### Real translation at small scale (60k pairs)", ""]
+    for model, result in results.items():
+        losses = [r for r in result["curve"] if "loss" in r]
+        bleus = [r for r in result["curve"] if "valid_bleu" in r]
+        ax_loss.plot([r["train_seconds"] / 60 for r in losses], ema([r["loss"] for r in losses]), label=model)
+        ax_bleu.plot([r["step"] for r in bleus], [r["valid_bleu"] for r in bleus], "o-", label=model)
+        lines.append(provenance(result, seeds="0"))
+    ax_loss.set(xlabel="minutes", ylabel="train cross-entropy (nats/byte, EMA)")
+    ax_bleu.set(xlabel="step", ylabel="BLEU, 100 newstest2013 sentences")
+    ax_loss.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "real_translation.png"))
+    plt.close(fig)
+    lines += ["", "| model | minutes | steps | precision | final train loss | test set | BLEU | chrF |",
+              "|---|---|---|---|---|---|---|---|"]
+    signature = None
+    for model, result in results.items():
+        for test_set, score in result["test"].items():
+            signature = score["signature"], score["chrf_signature"]
+            lines.append(f"| {model} | {result['minutes']:g} | {result['steps']} | {result['precision']} "
+                         f"| {result['train_loss']:.3f} | {test_set} | {score['bleu']:.2f} | {score['chrf']:.2f} |")
+    if signature:
+        lines += ["", f"BLEU signature `{signature[0]}`; chrF signature `{signature[1]}`."]
+    lines += ["", "![real translation](real_translation.png)"]
+    return lines
+
+
+def recipe_screen_section(screens):
+    """The text recipe's screen: short runs of the text preset with one value changed each."""
+    lines = ["### The text recipe: screening runs", "",
+             "Each row trains the `text` preset of bytenet-train with one value changed, for the "
+             "same wall-clock budget, alone on the machine, on ../shared/data/deen/train.* less "
+             "500 held-out pairs, then stops (`--screen`: no validation, selection or test "
+             "sets). The cosine schedule reaches its floor at the budget's end in every run. "
+             "Loss: mean training cross-entropy (nats per byte) over the last 10 logged steps "
+             "(every 10 steps); within the first pass over the data every batch is new, so it "
+             "estimates held-out loss. Same data order (seed 0) in every row.", "",
+             "| run | changed | steps | loss (last 100 steps) | target bytes/s | precision | command, commit |",
+             "|---|---|---|---|---|---|---|"]
+    for name, result in screens.items():
+        changed = ", ".join(f"{k}={v}" for k, v in result["overrides"].items()
+                            if k not in ("eval_every", "valid_size", "select_by", "average_last",
+                                         "beam_size", "export", "log_every")) or "(the preset)"
+        rates = [r["bytes_per_second"] for r in result["curve"] if "bytes_per_second" in r]
+        rate = sorted(rates)[len(rates) // 2] if rates else float("nan")
+        lines.append(f"| {name} | {changed} | {result['steps']} "
+                     f"| {result['train_loss_last_10_logs']:.3f} | {rate:.0f} "
+                     f"| {result['results']['precision']} | `{result['command']}`, "
+                     f"`{result['commit']}` |")
+    return lines
+
+
+def translator_section(runs):
+    """The text recipe and its source-blind baseline, scored on every test set."""
+    lines = ["### The text recipe: a German-English translator on the 2-core CPU", "",
+             "`python experiments/translator.py`: the `text` preset of bytenet-train for a time "
+             "budget, trained alone on the machine on ../shared/data/deen/train.* less 500 "
+             "pairs held out at random (seed 13) as the validation set, which chose the "
+             "exported weights and the beam's length penalty. The exported SavedModel (beam 4) "
+             "then translates multi30k-test2016 in full and the first `--test_sentences` sentences "
+             "of each newstest and FLORES set (200 in the commands below) (sacreBLEU 2.6.0, 13a, mixed case; chrF nc 6). "
+             "`bound`: share of outputs that reached the length bound without emitting EOS "
+             "(runaway repetition). `blind`: the same model with the decoder seeing zeros in "
+             "place of the encoder output (`source_blind`), given the real sources at test "
+             "time so its length bound is the same.", ""]
+    sets = ("multi30k-test2016",) + NEWS_SETS
+    lines += ["| run | steps | exported weights | length penalty | "
+              + " | ".join(f"{s} BLEU / chrF / bound" for s in sets) + " |",
+              "|---|---|---|---|" + "---|" * len(sets)]
+    for name, result in runs.items():
+        test = result["test"]
+        selection = result["results"]["selection"]
+        cells = [f"{test[s]['bleu']:.2f} / {test[s]['chrf']:.1f} / {test[s]['reached_bound']:.3f}"
+                 for s in sets]
+        lines.append(f"| {name} | {result['steps']} | {selection['chosen']} | "
+                     f"{result['results']['length_penalty']['value']} | " + " | ".join(cells) + " |")
+    lines += [""]
+    for name, result in runs.items():
+        greedy = (result.get("test_greedy_same_weights") or {}).get("multi30k-test2016")
+        beam = result["test"]["multi30k-test2016"]
+        selection = result["results"]["selection"]["candidates"]
+        lines += [f"#### `{name}`", "", provenance(result, seeds=str(result["seed"])), ""]
+        if greedy:
+            lines += [f"- multi30k-test2016, the same weights decoded greedily: BLEU "
+                      f"{greedy['bleu']:.2f}, chrF {greedy['chrf']:.1f}, reached the bound "
+                      f"{greedy['reached_bound']:.3f}; with the exported beam: "
+                      f"{beam['bleu']:.2f}, {beam['chrf']:.1f}, {beam['reached_bound']:.3f}."]
+        lines += ["- Validation (held-out, greedy) of each candidate: " + "; ".join(
+            f"{k} BLEU {v.get('bleu', float('nan')):.2f} chrF {v.get('chrf', float('nan')):.2f}"
+            for k, v in selection.items()) + "."]
+        tried = result["results"]["length_penalty"]["tuned_on_validation"] or {}
+        if tried:
+            lines += ["- Length penalty on validation (beam 4): " + "; ".join(
+                f"{k}: chrF {v['chrf']:.2f}, bound {v['reached_bound']:.3f}"
+                for k, v in tried.items()) + "."]
+        lines += ["", f"![{name}](results/translator_{name}.png)", "",
+                  "| source (multi30k-test2016) | this model | reference |", "|---|---|---|"]
+        for example in beam["examples"]:
+            lines.append("| " + " | ".join(example[k].replace("|", "\\|") for k in
+                                             ("source", "hypothesis", "reference")) + " |")
+        lines += [""]
+    return lines
+
+
+def fair_comparison_section(runs):
+    """bytenet_selu against bytenet_small at equal steps, dropout and seeds."""
+    fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=90)
+    lines = ["### SELU against layer-norm ByteNet on real text, equal steps", "",
+             "`python experiments/translator.py` with the `text` preset changed only where the "
+             "comparison needs it: a fixed step count (`train_steps`, the cosine decay ends "
+             "there; the time budget is far from binding), the same dropout for both models "
+             "(0), the last weights exported and greedy decoding (no selection, averaging or "
+             "beam, so nothing but the training differs). Each model at its residual default: "
+             "`bytenet_selu` with w = 1/sqrt(15) (the residual sweep), `bytenet_small` with the "
+             "paper's plain pre-norm sum (not swept). Same data, held-out split, learning rate "
+             "(2e-3), batch (32) and data order per seed for both. Validation: 200 held-out "
+             "pairs, greedy. Test: multi30k-test2016 in full and the first 100 sentences of "
+             "each news and FLORES set, greedy. `(source-blind)`: the SELU run with the decoder "
+             "seeing zeros in place of the encoder output, given the real sources at test "
+             "time.", "",
+             "| run | model | seed | steps | train loss (last 10 logs) | validation BLEU / chrF "
+             "| multi30k-test2016 BLEU / chrF / bound | news + FLORES BLEU (mean of 5) "
+             "| target bytes/s (median) | command, commit |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    by_model = {}
+    for name, result in runs.items():
+        model = result["effective_config"]["model_config"]["name"]
+        if result["effective_config"]["model_config"].get("source_blind"):
+            model += " (source-blind)"
+        test = result["test"]["multi30k-test2016"]
+        valid = result["results"]["valid"]
+        news = sum(result["test"][s]["bleu"] for s in NEWS_SETS) / len(NEWS_SETS)
+        rates = sorted(r["bytes_per_second"] for r in result["curve"] if "bytes_per_second" in r)
+        rate = rates[len(rates) // 2] if rates else float("nan")
+        by_model.setdefault(model, []).append(
+            (result["train_loss_last_10_logs"], valid["bleu"], test["bleu"], test["chrf"], rate))
+        lines.append(f"| {name} | {model} | {result['seed']} | {result['steps']} "
+                     f"| {result['train_loss_last_10_logs']:.3f} "
+                     f"| {valid['bleu']:.2f} / {valid['chrf']:.1f} "
+                     f"| {test['bleu']:.2f} / {test['chrf']:.1f} / {test['reached_bound']:.3f} "
+                     f"| {news:.2f} | {rate:.0f} | `{result['command']}`, `{result['commit']}` |")
+        color = {"bytenet_selu": "C0", "bytenet_small": "C1"}.get(model, "C2")
+        style = "-" if result["seed"] == 0 else "--"
+        losses = [r for r in result["curve"] if "loss" in r]
+        bleus = [r for r in result["curve"] if "valid_bleu" in r]
+        ax_loss.plot([r["step"] for r in losses], ema([r["loss"] for r in losses]), color=color,
+                     ls=style, lw=0.9, label=f"{model} seed {result['seed']}")
+        ax_bleu.plot([r["step"] for r in bleus], [r["valid_bleu"] for r in bleus], color=color,
+                     ls=style, marker="o", label=f"{model} seed {result['seed']}")
+    ax_loss.set(xlabel="step", ylabel="train cross-entropy (nats/byte, EMA 0.8)")
+    ax_bleu.set(xlabel="step", ylabel="validation BLEU (greedy, 200 held-out pairs)")
+    ax_bleu.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(DOCS, "fair_comparison.png"))
+    plt.close(fig)
+    lines += ["", "| model | seeds | train loss | validation BLEU | multi30k-test2016 BLEU "
+              "| multi30k-test2016 chrF | target bytes/s |", "|---|---|---|---|---|---|---|"]
+    for model, rows in by_model.items():
+        means = [sum(column) / len(rows) for column in zip(*rows)]
+        spread = lambda i: f"{min(r[i] for r in rows):.2f}-{max(r[i] for r in rows):.2f}"  # noqa: E731
+        lines.append(f"| {model} | {len(rows)} | {means[0]:.3f} ({spread(0)}) "
+                     f"| {means[1]:.2f} ({spread(1)}) | {means[2]:.2f} ({spread(2)}) "
+                     f"| {means[3]:.1f} | {means[4]:.0f} |")
+    lines += ["", "Means over seeds, with the range in brackets.", "",
+              "![fair comparison](fair_comparison.png)"]
+    return lines
+
+
+def render():
+    """The section's subsections, from real_translation_*.json and translator_*.json."""
+    lines = []
+    translations = {m: load(f"real_translation_{m}") for m in ("bytenet_small", "bytenet_selu")}
+    translations = {m: r for m, r in translations.items() if r}
+    if translations:
+        lines += translation_section(translations) + [""]
+    screens = _translator_runs("screen")
+    if screens:
+        lines += recipe_screen_section(screens) + [""]
+    recipes = {name: r for name, r in _translator_runs("").items()
+               if not name.startswith(("screen", "fair")) and r.get("test")}
+    if recipes:
+        lines += translator_section(recipes) + [""]
+    fair = _translator_runs("fair")
+    if fair:
+        lines += fair_comparison_section(fair) + [""]
+    return lines or ["Not run yet.", ""]
