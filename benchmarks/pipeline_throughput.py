@@ -68,7 +68,7 @@ def training_rate(config, precision, steps):
         float(train_step(iterator)[0])
     consumed, start = 0.0, time.perf_counter()
     for _ in range(steps):
-        _, _, count, _ = train_step(iterator)
+        count = train_step(iterator)[2]
         consumed += float(count)
     return consumed / (time.perf_counter() - start)
 

@@ -70,7 +70,7 @@ def restore_model(model, checkpoint_path):
     return model
 
 
-def run_checkpoint(model, optimizer, step, clock, stream, checkpoint_path=None):
+def run_checkpoint(model, optimizer, step, clock, stream, checkpoint_path=None, average=None):
     """The checkpoint of a training run, restored from `checkpoint_path` when one is given.
 
     Args:
@@ -78,16 +78,26 @@ def run_checkpoint(model, optimizer, step, clock, stream, checkpoint_path=None):
         clock: its `bytenet_tf.training.schedule.BudgetClock`.
         stream: its `bytenet_tf.training.stream.TrainingStream`.
         checkpoint_path: the checkpoint to resume from, or None.
+        average: the run's `bytenet_tf.training.ema.WeightAverage`, or None. A checkpoint of a
+            run that kept no average restarts it at the restored weights (logged).
 
     Returns:
         a `tf.train.Checkpoint` over everything above, for a `tf.train.CheckpointManager`.
     """
-    checkpoint = tf.train.Checkpoint(model=model, model_variables=model_variables(model),
-                                     optimizer=optimizer, step=step,
-                                     train_seconds=clock.seconds,
-                                     dropout_seeds=_dropout_seeds(model), **stream.trackables())
+    parts = dict(model=model, model_variables=model_variables(model), optimizer=optimizer,
+                 step=step, train_seconds=clock.seconds, dropout_seeds=_dropout_seeds(model),
+                 **stream.trackables())
+    checkpoint = tf.train.Checkpoint(**parts, **({"ema": average} if average else {}))
     if checkpoint_path:
-        checkpoint.restore(checkpoint_path).assert_existing_objects_matched()
+        holds_average = any(name.startswith("ema/")
+                            for name, _ in tf.train.list_variables(checkpoint_path))
+        if average and not holds_average:
+            tf.train.Checkpoint(**parts).restore(checkpoint_path).assert_existing_objects_matched()
+            average.reset()
+            logging.warning("%s holds no weight average: it starts at the restored weights.",
+                            checkpoint_path)
+        else:
+            checkpoint.restore(checkpoint_path).assert_existing_objects_matched()
         logging.info("Resumed from %s at step %d.", checkpoint_path, int(step.numpy()))
     return checkpoint
 

@@ -18,8 +18,8 @@ from bytenet_tf.training import devices
 from pipelines.datasets import DataSpec
 from pipelines.options import ConfigError, option
 
-DEFAULTS = dict(model="bytenet_selu", batch_size=32, tokens_per_batch=0, train_steps=20000, time_budget_seconds=0.0,
-                learning_rate=3e-4, warmup_steps=1000, schedule="rsqrt", checkpoint_every=1000,
+DEFAULTS = dict(model="bytenet_selu", batch_size=32, tokens_per_batch=0, train_steps=20000,
+                time_budget_seconds=0.0, learning_rate=3e-4, label_smoothing=0.0, warmup_steps=1000, schedule="rsqrt", checkpoint_every=1000,
                 eval_every=5000, valid_size=200, log_every=50, average_last=0,
                 select_by="last", beam_size=1, shuffle_buffer=10000)
 
@@ -101,6 +101,14 @@ class TrainConfig:
         "so an interrupted run resumed with the same flags stops at the same budget. "
         "schedule=cosine ends its decay when the budget is spent.")
     learning_rate: float = option(None, "Peak learning rate (Adam, after a linear warm-up).")
+    label_smoothing: float = option(
+        None, "Label smoothing of the training objective: the target gives 1 - e to the true "
+        "byte and e spread over every id. Only the gradient sees it: the logged loss, bits per "
+        "byte, validation and held-out cross-entropy stay unsmoothed (metrics.jsonl adds "
+        "smoothed_loss).")
+    ema_decay: float = option(0.0, "Keep an exponential moving average of the weights with this "
+                              "decay (0 for none; e.g. 0.999), in the checkpoint, as one more "
+                              "candidate of the export selection (select_by).")
     warmup_steps: int = option(None, "Linear warm-up steps.")
     schedule: str = option(None, "Learning rate after the warm-up: rsqrt decays as 1/sqrt(step) "
                            "with no end; cosine decays to learning_rate * learning_rate_floor "
@@ -182,6 +190,9 @@ def resolve(config):
     if resolved.length_penalty is not None and resolved.length_penalty < 0:
         raise ConfigError("`length_penalty` must be >= 0 (0: no length normalization). "
                          f"Received: length_penalty={resolved.length_penalty}")
+    for key in ("label_smoothing", "ema_decay"):
+        if not 0 <= getattr(resolved, key) < 1:
+            raise ConfigError(f"`{key}` must be in [0, 1). Received: {key}={getattr(resolved, key)}")
     if resolved.learning_rate <= 0:
         raise ConfigError(f"`learning_rate` must be > 0. Received: "
                          f"learning_rate={resolved.learning_rate}")

@@ -62,6 +62,31 @@ def masked_cross_entropy(labels, logits):
     return tf.reduce_sum(losses * mask), mask
 
 
+def smoothed_cross_entropy(labels, logits, label_smoothing):
+    """The label-smoothed cross-entropy summed over the non-PAD ids of `labels`: the training
+    objective, beside the plain cross-entropy that every reported loss uses.
+
+    With smoothing e the target distribution gives `1 - e` to the label and `e / VOCAB_SIZE` to
+    every id (the label included), so the loss of one byte is
+    `(1 - e) * -log p(label) + e * mean over ids of -log p(id)`.
+
+    Args:
+        labels: int32 `(batch, T)`, PAD_ID where there is no byte.
+        logits: `(batch, T, VOCAB_SIZE)`.
+        label_smoothing: Python float in [0, 1).
+
+    Returns:
+        `(smoothed, plain, mask)`: two scalars (equal when `label_smoothing` is 0) and the
+        float32 `(batch, T)` mask of `masked_cross_entropy`.
+    """
+    plain, mask = masked_cross_entropy(labels, logits)
+    if not label_smoothing:
+        return plain, plain, mask
+    uniform = -tf.reduce_mean(tf.nn.log_softmax(tf.cast(logits, tf.float32)), axis=-1)
+    smoothed = (1.0 - label_smoothing) * plain + label_smoothing * tf.reduce_sum(uniform * mask)
+    return smoothed, plain, mask
+
+
 def cross_entropy(model, sources, targets, batch_size=32):
     """Teacher-forced cross-entropy of `model` on aligned pairs, per target byte, no dropout.
 

@@ -64,7 +64,7 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
     for current in range(start + 1, config.train_steps + 1):
         # The clock was brought up to now by `clock.start()` or by the previous step's end.
-        loss, accuracy, count, gradient_norm = train_step(stream.iterator)
+        loss, accuracy, count, gradient_norm, objective = train_step(stream.iterator)
         loss, accuracy = float(loss), float(accuracy)
         if not math.isfinite(loss):
             bar.close()
@@ -81,11 +81,16 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
             rate = window_bytes / max(elapsed, 1e-9)
             bar.set_postfix(loss=f"{loss:.3f}", acc=f"{accuracy:.3f}", bytes_s=f"{rate:.0f}")
             if chief:
-                summaries(writer, current, {
-                    "loss": loss, "bits_per_byte": loss / math.log(2), "byte_accuracy": accuracy,
-                    "gradient_norm": float(gradient_norm),
-                    "learning_rate": float(optimizer.learning_rate), "bytes_per_second": rate,
-                    "train_seconds": clock.tick()}, metrics_path)
+                # `loss` and `bits_per_byte` are the plain cross-entropy whatever the label
+                # smoothing; `smoothed_loss` is the objective the gradient follows.
+                values = {"loss": loss, "bits_per_byte": loss / math.log(2),
+                          "byte_accuracy": accuracy, "gradient_norm": float(gradient_norm),
+                          "learning_rate": float(optimizer.learning_rate),
+                          "bytes_per_second": rate, "train_seconds": clock.tick()}
+                if config.label_smoothing:
+                    values.update(smoothed_loss=float(objective),
+                                  label_smoothing=config.label_smoothing)
+                summaries(writer, current, values, metrics_path)
             window_bytes, window_start = 0.0, time.perf_counter()
         if chief and config.eval_every and current % config.eval_every == 0:
             last["valid"] = validate_and_log(config, translate_fn, writer, current)

@@ -1,8 +1,9 @@
 """Choosing what to export: the weights, and beam search's length penalty.
 
 At the end of a run the chief exports the best, on the validation set, of: the last weights,
-the mean of the last `average_last` checkpoints, and the best checkpoint of the periodic
-validation (`BestCheckpoint`, kept in `model_dir/best/`), by `select_by` (`select_weights`).
+the mean of the last `average_last` checkpoints, the best checkpoint of the periodic
+validation (`BestCheckpoint`, kept in `model_dir/best/`) and, with `ema_decay`, the moving
+average of the weights, by `select_by` (`select_weights`).
 With a beam, the length penalty is then tuned on the same set (`tune_length_penalty`).
 """
 
@@ -58,9 +59,10 @@ class BestCheckpoint:
         return os.path.join(self.directory, os.path.basename(self.record["path"]))
 
 
-def select_weights(config, model, translate_fn, manager, best, last_scores):
+def select_weights(config, model, translate_fn, manager, best, last_scores, average=None):
     """Loads the best of: the last weights, the mean of the last checkpoints, the best
-    validated checkpoint (by `select_by` on the validation set).
+    validated checkpoint and, with `average` (an `ema.WeightAverage`), the moving average of
+    the weights (by `select_by` on the validation set).
 
     Returns:
         dict `{chosen, candidates: {name: {step(s), bleu, chrf}}}`.
@@ -78,6 +80,9 @@ def select_weights(config, model, translate_fn, manager, best, last_scores):
     if best.path and best.record["step"] != final_step:
         loaders["best_validated"] = lambda: checkpoints.restore_model(model, best.path)
         candidates["best_validated"] = {"step": best.record["step"]}
+    if average is not None:
+        loaders["ema"] = average.assign_to_model
+        candidates["ema"] = {"decay": average.decay, "updates": int(average.updates.numpy())}
     if config.select_by == "last" or len(loaders) == 1:
         return {"chosen": "last", "metric": metric, "candidates": candidates}
     for name, load in loaders.items():

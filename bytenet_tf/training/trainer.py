@@ -27,6 +27,7 @@ from absl import logging
 from bytenet_tf import decoding, export, inference, ops, zoo
 from bytenet_tf.training import checkpoints, devices, evaluation, loop, selection
 from bytenet_tf.training.config import model_overrides, resolve
+from bytenet_tf.training.ema import WeightAverage
 from bytenet_tf.training.optimizer import make_optimizer
 from bytenet_tf.training.schedule import BudgetClock
 from bytenet_tf.training.step import make_train_step
@@ -69,7 +70,8 @@ def _build(config, policy, ops_policy):
     optimizer = make_optimizer(config, policy, clock.progress)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-    return model, optimizer, step, clock
+    average = WeightAverage(model, config.ema_decay) if config.ema_decay else None
+    return model, optimizer, step, clock, average
 
 
 def _no_budget_across_workers(config, strategy, budget_from_preset):
@@ -130,7 +132,7 @@ def train_and_evaluate(config, prepare_model=None):
     checkpoint_dir = config.model_dir if chief else os.path.join(
         config.model_dir, f"worker_{devices.worker_index()}")
     with strategy.scope():
-        model, optimizer, step, clock = _build(config, policy, ops_policy)
+        model, optimizer, step, clock, average = _build(config, policy, ops_policy)
     if chief:
         checkpoints.check_resumable(config.model_dir, model.get_config())
         os.makedirs(config.model_dir, exist_ok=True)
@@ -144,7 +146,8 @@ def train_and_evaluate(config, prepare_model=None):
         prepare_model(model)
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     stream = TrainingStream(config, strategy, latest)
-    checkpoint = checkpoints.run_checkpoint(model, optimizer, step, clock, stream, latest)
+    checkpoint = checkpoints.run_checkpoint(model, optimizer, step, clock, stream, latest,
+                                            average)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir,
                                          max_to_keep=max(3, config.average_last))
     best = selection.BestCheckpoint(config, model, enabled=chief and config.select_by != "last")
@@ -154,7 +157,8 @@ def train_and_evaluate(config, prepare_model=None):
     # One traced decoder per run: each new tf.function would trace the decoding loop again.
     translate_fn = inference.Translator(model)
     if int(step.numpy()) < config.train_steps and not clock.spent():
-        train_step = make_train_step(strategy, model, optimizer, step)
+        train_step = make_train_step(strategy, model, optimizer, step, config.label_smoothing,
+                                     average)
         last = loop.train_loop(config, model, optimizer, step, clock, train_step, stream,
                                manager, writer, chief, translate_fn, best)
     else:
@@ -171,13 +175,14 @@ def train_and_evaluate(config, prepare_model=None):
                "export_path": None}
     if chief:
         validated = last.get("valid") if last.get("valid_step") == results["step"] else None
-        _finish(config, model, translate_fn, manager, best, writer, results, validated)
+        _finish(config, model, translate_fn, manager, best, writer, results, validated, average)
         with open(os.path.join(config.model_dir, "results.json"), "w") as f:
             json.dump(results, f, indent=2)
     return results
 
 
-def _finish(config, model, translate_fn, manager, best, writer, results, validated=None):
+def _finish(config, model, translate_fn, manager, best, writer, results, validated=None,
+            average=None):
     """The chief's end of a run: validate, choose the weights and the length penalty, export.
 
     Fills `valid` (of the exported weights, greedy), `selection`, `length_penalty`,
@@ -187,7 +192,7 @@ def _finish(config, model, translate_fn, manager, best, writer, results, validat
     """
     last_scores = validated or loop.validate_and_log(config, translate_fn, writer, results["step"])
     results["selection"] = selection.select_weights(config, model, translate_fn, manager, best,
-                                           last_scores)
+                                                    last_scores, average)
     chosen = results["selection"]["chosen"]
     results["valid"] = last_scores if chosen == "last" else evaluation.validation_scores(
         config, translate_fn)
