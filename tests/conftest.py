@@ -7,6 +7,8 @@ Only tests that need real German-English text read `../shared/data/deen`, and sk
 """
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -20,6 +22,14 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _PIECES = [b"der", b"Haus", b"und", b"Stra\xc3\x9fe", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80",
            b"\x00", b"\xff\xfe", b"\xc3(", b".", b",", b"1998", b"ja\xe2\x80\xa8nein"]
+
+
+def run_python(code, **env):
+    """Runs `code` in a fresh interpreter in the project root; returns the `CompletedProcess`
+    (text output). For what one process must not have imported or installed already."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **env))
 
 
 def synthetic_lines(count, seed=0, max_bytes=60):

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import bytenet_tf
 from bytenet_tf import export
-from tests.conftest import PROJECT_ROOT, synthetic_lines, write_parallel_files
+from tests.conftest import PROJECT_ROOT, run_python, synthetic_lines, write_parallel_files
 
 
 def _run(module, *args, stdin=b""):
@@ -157,9 +157,7 @@ class HelpAndErrorsTest(unittest.TestCase):
                 "from pipelines.options import ConfigError\n"
                 f"def main(argv):\n    raise {error}\n"
                 "cli.run(main, __name__, 'prog')\n")
-        return subprocess.run([sys.executable, "-c", code], capture_output=True,
-                              text=True, timeout=300, cwd=PROJECT_ROOT,
-                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        return run_python(code)
 
     def test_a_configuration_error_is_a_message_in_flag_terms(self):
         completed = self._run_main("ConfigError('`batch_size` must be >= 1')")

@@ -2,8 +2,6 @@
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -13,10 +11,10 @@ import tensorflow as tf
 from bytenet_tf import ops, zoo
 from bytenet_tf.ops import cpu, kernels
 from bytenet_tf.ops.reference import DROPPED_VALUE, alpha_dropout_affine
+from tests.conftest import run_python
 
 SCALE = 1.0507009873554804934193349852946
 ALPHA = 1.6732632423543772848170429916717
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def every_bfloat16():
@@ -227,9 +225,7 @@ class FusedSeluTest(tf.test.TestCase):
 class FallbackTest(unittest.TestCase):
 
     def run_python(self, code, **env):
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env},
-                                timeout=300)
+        result = run_python(code, **env)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         return result
 

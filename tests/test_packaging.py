@@ -8,7 +8,7 @@ import tempfile
 import unittest
 import zipfile
 
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import PROJECT_ROOT, run_python
 
 PACKAGES = ("bytenet_tf", "pipelines")
 
@@ -69,8 +69,6 @@ class PackageBoundaryTest(unittest.TestCase):
                 "import pipelines.datasets, pipelines.preprocessing, pipelines.byte_codec\n"
                 "print(sorted(m for m in set(sys.modules) - before\n"
                 "             if m.split('.')[0] in ('bytenet_tf', 'keras')))\n")
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                cwd=PROJECT_ROOT, timeout=300,
-                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        result = run_python(code)
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         self.assertEqual(result.stdout.strip().splitlines()[-1], "[]")

@@ -2,15 +2,13 @@
 
 import gzip
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
 from pipelines import byte_codec, datasets, digits, preprocessing, text
-from tests.conftest import PROJECT_ROOT, deen_path, write_parallel_files
+from tests.conftest import deen_path, run_python, write_parallel_files
 
 
 def _write(path, data):
@@ -260,9 +258,7 @@ class PreprocessingTest(tf.test.TestCase):
                 "unicode_normalization='NFC'))\n"
                 "except ConfigError as error:\n"
                 "    print('ConfigError:', error)\n")
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                cwd=PROJECT_ROOT, timeout=300,
-                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        result = run_python(code)
         self.assertEqual(result.returncode, 0, result.stderr[-2000:])
         self.assertIn("ConfigError: `unicode_normalization` needs tensorflow-text", result.stdout)
         self.assertIn("pip install 'bytenet_tf[text]'", result.stdout)
