@@ -68,7 +68,8 @@ def _prepare(model, source, margin, max_output_length, capacity=None):
     if capacity is not None:
         steps = tf.minimum(steps, capacity)
     encoded = model.encode(source, training=False)
-    return source, limits, steps, encoded
+    memory = model.attention_memory(encoded, tf.not_equal(source, PAD_ID))
+    return source, limits, steps, encoded, memory
 
 
 def _encoded_at(encoded, t):
@@ -112,7 +113,8 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     Returns:
         int32 ids `(batch, L)`, and the logits when `return_logits`.
     """
-    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length, capacity)
+    source, limits, steps, encoded, memory = _prepare(model, source, margin, max_output_length,
+                                                      capacity)
     batch = tf.shape(source)[0]
     state = model.initial_decoder_state(batch)
     # Unwritten entries stay 0, which is PAD_ID.
@@ -123,7 +125,7 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
         return _running(t, steps, finished, ignore_eos)
 
     def body(t, previous, finished, state, ids, all_logits):
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state)
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory)
         if return_logits:
             all_logits = all_logits.write(t, logits)
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
@@ -149,7 +151,8 @@ def naive_greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=
 
     Same arguments and results as `greedy_decode`; the reference it must equal.
     """
-    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length)
+    source, limits, steps, encoded, _ = _prepare(model, source, margin, max_output_length)
+    source_mask = tf.not_equal(source, PAD_ID)
     batch = tf.shape(source)[0]
     vocab = model.output_projection.filters
     prefix = tf.fill([batch, 1], BOS_ID)
@@ -160,7 +163,7 @@ def naive_greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=
 
     def body(t, prefix, finished, logits_so_far):
         # `decode` pads the encoder output with zeros past the source end.
-        logits = model.decode(encoded, prefix, training=False)[:, -1]
+        logits = model.decode(encoded, prefix, training=False, source_mask=source_mask)[:, -1]
         if return_logits:
             logits_so_far = tf.concat([logits_so_far, logits[:, tf.newaxis]], axis=1)
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
@@ -202,12 +205,16 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
     """
     if beam_size < 1:
         raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
-    source, limits, steps, encoded = _prepare(model, source, margin, max_output_length, capacity)
+    source, limits, steps, encoded, memory = _prepare(model, source, margin, max_output_length,
+                                                      capacity)
     batch = tf.shape(source)[0]
     width = capacity if capacity is not None else steps
     k = beam_size
     flat = batch * k
     encoded = tf.repeat(encoded, k, axis=0)  # (batch * k, S, hidden)
+    # The beams of a row share its source, so the attention memory is never reordered.
+    if memory is not None:
+        memory = tuple(tf.repeat(part, k, axis=0) for part in memory)
     limits = tf.repeat(limits, k, axis=0)
     state = model.initial_decoder_state(flat)
     # Only the first beam is live at the start, so the k beams do not all pick the same byte.
@@ -219,7 +226,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(finished)))
 
     def body(t, previous, finished, lengths, scores, sequences, state):
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state)
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
         # A finished beam continues with PAD at log-probability 0 and nothing else.

@@ -34,6 +34,9 @@ _THESIS_CODE = dict(_THESIS, encoder_kernel_size=5, kernel_size=3, layout="thesi
                     kernel_initializer="sugartensor_he_uniform",
                     embedding_initializer="sugartensor_he_uniform")
 
+_SELU = dict(_THESIS, normalization="none", activation="selu", kernel_initializer="lecun_uniform",
+             dropout_rate=0.05, normalize_residual=True, branch_weight="inv_sqrt_depth")
+
 MODELS = {
     "bytenet": _PAPER,
     "bytenet_small": _THESIS,
@@ -50,9 +53,11 @@ MODELS = {
     # whatever the depth (the thesis's small sugartensor kernels had the same effect). The
     # sweeps behind this choice, on memorization and on real text, are in docs/results.md,
     # "The residual branch".
-    "bytenet_selu": dict(_THESIS, normalization="none", activation="selu",
-                         kernel_initializer="lecun_uniform", dropout_rate=0.05,
-                         normalize_residual=True, branch_weight="inv_sqrt_depth"),
+    "bytenet_selu": _SELU,
+    # SELU ByteNet with one cross-attention readout of the encoder output after the decoder's
+    # first stack (`CrossAttention`): each target position may read any source position, where
+    # ByteNet alone reads the encoder at its own position.
+    "bytenet_selu_attention": dict(_SELU, cross_attention=True),
     # The thesis's `v1`: batch norm in the encoder, layer norm in the decoder, ReLU.
     "bytenet_thesis": dict(_THESIS_CODE, normalization="batch", decoder_normalization="layer"),
     # The thesis's `v1-selu`: no normalization, selu.

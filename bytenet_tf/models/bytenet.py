@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 
 from bytenet_tf import decoding, initializers, ops
+from bytenet_tf.layers.cross_attention import CrossAttention
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
 from bytenet_tf.layers.residual_block import ResidualBlock
@@ -81,6 +82,10 @@ class ByteNet(keras.Model):
         source_blind: bool, a baseline: `encode` returns zeros, so the decoder learns the
             target language alone. The encoder still runs (same cost per step) and the output
             bound still follows the source length.
+        cross_attention: bool, add one `CrossAttention` readout of the encoder output after
+            the decoder's first stack (after its last block with one stack), so that each
+            target position can read any source position (`paper` layout only). Its residual
+            sum is rescaled like the blocks' when `normalize_residual`.
         seed: int or None, seeds every weight drawn at random (each from the seed and its
             layer's name, see `bytenet_tf.initializers.seeded_copy`) and the dropout layers, so
             that two models built with one seed are equal. With None, weights come from Keras's
@@ -108,8 +113,8 @@ class ByteNet(keras.Model):
                  decoder_normalization=None, activation="relu", dropout_rate=0.0,
                  kernel_initializer="glorot_uniform", embedding_initializer=None, layout="paper",
                  normalize_residual=False, branch_weight=1.0, residual_gate=False, unfold_a=1.2,
-                 unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, source_blind=False, seed=None,
-                 ops_policy="reference", **kwargs):
+                 unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, source_blind=False,
+                 cross_attention=False, seed=None, ops_policy="reference", **kwargs):
         super().__init__(**kwargs)
         if block not in BLOCKS:
             raise ValueError(f"block={block!r} is unknown; choose one of: {', '.join(BLOCKS)}")
@@ -119,6 +124,9 @@ class ByteNet(keras.Model):
                 raise ValueError(f"`{arg}` must be a positive int. Received: {arg}={value!r}")
         if layout not in LAYOUTS:
             raise ValueError(f"layout={layout!r} is unknown; choose one of: {', '.join(LAYOUTS)}")
+        if cross_attention and layout != "paper":
+            raise ValueError("`cross_attention` needs layout='paper' (the thesis layout's decoder "
+                             f"is wider than the encoder output). Received: layout={layout!r}")
         if unfold_a <= 0:
             raise ValueError(f"`unfold_a` must be positive. Received: unfold_a={unfold_a}")
         if decoder_normalization is None:
@@ -147,6 +155,7 @@ class ByteNet(keras.Model):
         self.unfold_b = unfold_b
         self.max_length = max_length
         self.source_blind = bool(source_blind)
+        self.cross_attention = bool(cross_attention)
         self.seed = seed
         self.ops_policy = ops_policy
         self.ops = ops.get(ops_policy)
@@ -175,6 +184,13 @@ class ByteNet(keras.Model):
         self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
         self.output_norm = None if thesis else build_normalization(
             decoder_normalization, "output_norm", policy)
+        self.attention = CrossAttention(
+            hidden_size, normalize_residual=normalize_residual,
+            kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
+            seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
+            dtype=policy) if self.cross_attention else None
+        # The readout follows the decoder's first stack.
+        self.attention_after_block = min(len(self.dilations), len(self.decoder_blocks)) - 1
         # Logits stay float32 under mixed precision, for a stable softmax and loss.
         self.output_projection = DilatedConv1D(
             VOCAB_SIZE, 1, causal=True, kernel_initializer=self._initializer("output_projection"),
@@ -240,6 +256,8 @@ class ByteNet(keras.Model):
                 norm.build(hidden)
         if self.decoder_input_projection is not None:
             self.decoder_input_projection.build((None, None, 2 * self.hidden_size))
+        if self.attention is not None:
+            self.attention.build(decoder, hidden)
         self.output_projection.build(decoder)
         self.built = True
 
@@ -274,12 +292,21 @@ class ByteNet(keras.Model):
             return self.decoder_input_projection.project_position(x)
         return self.decoder_input_projection(x)
 
-    def decode(self, encoded, target, training=None):
+    def attention_memory(self, encoded, source_mask=None):
+        """What `decoder_step` needs of the whole source: the cross-attention's keys, values and
+        mask bias (`CrossAttention.memory`), or None for a model without cross-attention."""
+        if self.attention is None:
+            return None
+        return self.attention.memory(encoded, source_mask)
+
+    def decode(self, encoded, target, training=None, source_mask=None):
         """Runs the decoder over all target positions at once.
 
         Args:
             encoded: `(batch, S, hidden_size)` from `encode`.
             target: int32 `(batch, T)` decoder input ids.
+            source_mask: boolean `(batch, S)`, true at real source positions, for the
+                cross-attention (every position counts when it is None).
 
         Returns:
             float32 logits `(batch, T, VOCAB_SIZE)`.
@@ -289,19 +316,24 @@ class ByteNet(keras.Model):
         missing = tf.maximum(length - tf.shape(encoded)[1], 0)
         aligned = tf.pad(encoded, [[0, 0], [0, missing], [0, 0]])[:, :length]
         x = self.decoder_input(tf.concat([aligned, self.target_embedding(target)], axis=-1))
-        for block in self.decoder_blocks:
+        memory = self.attention_memory(encoded, source_mask)
+        for index, block in enumerate(self.decoder_blocks):
             x = block(x, training=training)
+            if memory is not None and index == self.attention_after_block:
+                x = self.attention.attend(x, memory)
         return self.output_projection(self._head(x, training))
 
     def call(self, inputs, training=None):
-        encoded = self.encode(inputs["source"], training=training)
-        return self.decode(encoded, inputs["target"], training=training)
+        source = tf.convert_to_tensor(inputs["source"])
+        encoded = self.encode(source, training=training)
+        return self.decode(encoded, inputs["target"], training=training,
+                           source_mask=tf.not_equal(source, PAD_ID))
 
     def initial_decoder_state(self, batch_size):
         """Zero queues of every decoder block, for `decoder_step`."""
         return [block.initial_state(batch_size) for block in self.decoder_blocks]
 
-    def decoder_step(self, encoded_t, previous_ids, state):
+    def decoder_step(self, encoded_t, previous_ids, state, memory=None):
         """One decoder position at inference, with cached convolution queues.
 
         Args:
@@ -309,17 +341,23 @@ class ByteNet(keras.Model):
                 the end of the source).
             previous_ids: int32 `(batch,)`, the byte before the one to predict (BOS_ID at first).
             state: list of queues from `initial_decoder_state` or the previous step.
+            memory: `attention_memory` of the source (needed with cross-attention), or None.
 
         Returns:
             `(logits, new_state)` with float32 logits of shape `(batch, VOCAB_SIZE)`.
         """
+        if self.attention is not None and memory is None:
+            raise ValueError("This model has cross-attention: pass decoder_step the source's "
+                             "`memory=model.attention_memory(encoded, source_mask)`.")
         x = tf.concat([tf.cast(encoded_t, self.compute_dtype),
                        self.target_embedding(previous_ids)], axis=-1)
         x = self.decoder_input(x)
         new_state = []
-        for block, queue in zip(self.decoder_blocks, state):
+        for index, (block, queue) in enumerate(zip(self.decoder_blocks, state)):
             x, queue = block.step(x, queue)
             new_state.append(queue)
+            if memory is not None and index == self.attention_after_block:
+                x = self.attention.attend(x[:, tf.newaxis], memory)[:, 0]
         logits = self.output_projection.project_position(
             tf.cast(self._head(x, training=False), "float32"))
         return logits, new_state
@@ -353,6 +391,7 @@ class ByteNet(keras.Model):
             "unfold_b": self.unfold_b,
             "max_length": self.max_length,
             "source_blind": self.source_blind,
+            "cross_attention": self.cross_attention,
             "seed": self.seed,
         })
         return config

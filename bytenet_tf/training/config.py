@@ -43,7 +43,7 @@ PRESETS = {
 
 # Fields that override the zoo model's hyperparameters when set.
 MODEL_OVERRIDES = ("hidden_size", "num_stacks", "dropout_rate", "normalization", "branch_weight",
-                   "residual_gate", "max_length", "source_blind")
+                   "residual_gate", "max_length", "source_blind", "cross_attention")
 
 SCHEDULES = ("rsqrt", "cosine")
 SELECT_BY = ("chrf", "bleu", "last")
@@ -77,6 +77,8 @@ class TrainConfig:
     source_blind: bool = option(None, "Baseline: the decoder sees zeros instead of the encoder "
                                 "output, so the model learns the target language alone (the "
                                 "length bound still comes from the source).")
+    cross_attention: bool = option(None, "Override: add one cross-attention readout of the "
+                                   "encoder output after the decoder's first stack.")
     max_length: int = option(None, "Longest source that the model translates, in bytes, EOS "
                              "included (longer ones are truncated when serving), and the "
                              "training length filter unless `train_max_length` is set. "

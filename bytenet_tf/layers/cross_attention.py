@@ -1,0 +1,123 @@
+"""`CrossAttention`: one dot-product attention readout of the encoder output, with a residual."""
+
+import math
+
+import keras
+from keras import ops
+
+from bytenet_tf import initializers
+
+
+@keras.saving.register_keras_serializable(package="bytenet_tf")
+class CrossAttention(keras.layers.Layer):
+    """Scaled dot-product attention from the decoder's stream to the encoder output.
+
+    A ByteNet decoder reads the encoder output only at its own position i, so every source word
+    must be carried to the position where the target needs it through the encoder's stacks.
+    This layer lets position i read any source position, as ConvS2S's attention does:
+
+        query = x W_q,  keys = encoded W_k,  values = encoded W_v
+        context = softmax(query keys^T / sqrt(hidden_size), over real source positions) values
+        out = x + context W_o        (or (x + context W_o) / sqrt(2) with `normalize_residual`)
+
+    It looks at the decoder's own position only, so it keeps the decoder causal, and cached
+    decoding computes the keys and values once per source (`memory`) and one position per step
+    (`attend`). The softmax runs in float32 under mixed precision.
+
+    Args:
+        hidden_size: int, channels of the decoder stream and of the encoder output.
+        normalize_residual: bool, divide the residual sum by sqrt(2), which keeps unit variance
+            for an uncorrelated readout (SELU ByteNet's residual rule with w = 1).
+        kernel_initializer: initializer of the four projections.
+        seed: int or None, seeds each projection (from the seed and its name) when its
+            initializer has no seed of its own.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: the decoder stream, `(batch_size, target_length, hidden_size)`.
+        encoded: the encoder output, `(batch_size, source_length, hidden_size)`.
+        source_mask: optional boolean `(batch_size, source_length)`, true at real source
+            positions; None attends to every position.
+
+    Returns:
+        Tensor of shape `(batch_size, target_length, hidden_size)`.
+
+    Example:
+    >>> attention = CrossAttention(8)
+    >>> attention(ops.zeros([2, 5, 8]), ops.zeros([2, 7, 8])).shape
+    (2, 5, 8)
+
+    References:
+        Gehring et al., "Convolutional Sequence to Sequence Learning", arXiv:1705.03122.
+        Vaswani et al., "Attention Is All You Need", arXiv:1706.03762.
+    """
+
+    PROJECTIONS = ("query", "key", "value", "output")
+
+    def __init__(self, hidden_size, normalize_residual=False, kernel_initializer="glorot_uniform",
+                 seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(hidden_size, int) or hidden_size < 1:
+            raise ValueError(f"`hidden_size` must be a positive int. Received: "
+                             f"hidden_size={hidden_size!r}")
+        self.hidden_size = hidden_size
+        self.normalize_residual = normalize_residual
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.seed = seed
+
+    def build(self, inputs_shape, encoded_shape=None):
+        for name in self.PROJECTIONS:
+            setattr(self, f"{name}_kernel", self.add_weight(
+                name=f"{name}_kernel", shape=(self.hidden_size, self.hidden_size),
+                initializer=initializers.seeded_copy(
+                    self.kernel_initializer, initializers.derive_seed(self.seed, name))))
+        self.built = True
+
+    def memory(self, encoded, source_mask=None):
+        """The keys, values and score bias of a source, computed once for every target position.
+
+        Args:
+            encoded: `(batch_size, source_length, hidden_size)`.
+            source_mask: optional boolean `(batch_size, source_length)`.
+
+        Returns:
+            `(keys, values, bias)`: keys and values `(batch_size, source_length, hidden_size)` in
+            the compute dtype, and a float32 bias `(batch_size, 1, source_length)`, 0 at real
+            positions and -1e9 at padding.
+        """
+        encoded = ops.cast(encoded, self.compute_dtype)
+        keys = ops.matmul(encoded, ops.cast(self.key_kernel, self.compute_dtype))
+        values = ops.matmul(encoded, ops.cast(self.value_kernel, self.compute_dtype))
+        if source_mask is None:
+            bias = ops.zeros(ops.shape(encoded)[:2], "float32")
+        else:
+            bias = ops.where(source_mask, 0.0, -1e9)
+        return keys, values, ops.expand_dims(ops.cast(bias, "float32"), 1)
+
+    def attend(self, inputs, memory):
+        """The layer's output for decoder positions `inputs` `(batch, T, hidden_size)` (T may be
+        1, a decoding step) given `memory` from `memory`."""
+        keys, values, bias = memory
+        inputs = ops.cast(inputs, self.compute_dtype)
+        query = ops.matmul(inputs, ops.cast(self.query_kernel, self.compute_dtype))
+        scores = ops.einsum("btd,bsd->bts", ops.cast(query, "float32"),
+                            ops.cast(keys, "float32")) / math.sqrt(self.hidden_size)
+        weights = ops.softmax(scores + bias, axis=-1)
+        context = ops.einsum("bts,bsd->btd", ops.cast(weights, self.compute_dtype), values)
+        readout = ops.matmul(context, ops.cast(self.output_kernel, self.compute_dtype))
+        total = inputs + readout
+        return total / math.sqrt(2.0) if self.normalize_residual else total
+
+    def call(self, inputs, encoded, source_mask=None):
+        return self.attend(inputs, self.memory(encoded, source_mask))
+
+    def compute_output_shape(self, inputs_shape, encoded_shape=None, source_mask_shape=None):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"hidden_size": self.hidden_size,
+                       "normalize_residual": self.normalize_residual,
+                       "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
+                       "seed": self.seed})
+        return config
