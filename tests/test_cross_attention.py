@@ -13,12 +13,19 @@ from tests.conftest import synthetic_lines
 
 class CrossAttentionLayerTest(tf.test.TestCase):
 
+    def test_starts_as_the_identity(self):
+        layer = CrossAttention(6, seed=3)
+        x = tf.random.stateless_normal([2, 4, 6], seed=[1, 2])
+        self.assertAllEqual(layer(x, tf.random.stateless_normal([2, 5, 6], seed=[3, 4])), x)
+
     def test_matches_a_numpy_reference_and_ignores_padded_source_positions(self):
-        layer = CrossAttention(6, normalize_residual=True, seed=3)
+        layer = CrossAttention(6, seed=3)
         rng = np.random.default_rng(0)
         x = rng.normal(size=(2, 4, 6)).astype(np.float32)
         encoded = rng.normal(size=(2, 5, 6)).astype(np.float32)
         mask = np.array([[True] * 5, [True, True, False, False, False]])
+        layer(x, encoded, mask)
+        layer.output_kernel.assign(rng.normal(size=(6, 6)).astype(np.float32))  # as if trained
         got = layer(x, encoded, mask).numpy()
         wq, wk, wv, wo = (np.array(getattr(layer, f"{n}_kernel"), np.float64)
                           for n in CrossAttention.PROJECTIONS)
@@ -26,7 +33,7 @@ class CrossAttentionLayerTest(tf.test.TestCase):
         scores = np.where(mask[:, None, :], scores, -np.inf)
         weights = np.exp(scores - scores.max(-1, keepdims=True))
         weights /= weights.sum(-1, keepdims=True)
-        expected = (x + np.einsum("bts,bsd->btd", weights, encoded @ wv) @ wo) / np.sqrt(2)
+        expected = x + np.einsum("bts,bsd->btd", weights, encoded @ wv) @ wo
         self.assertAllClose(got, expected, atol=1e-5)
         # What sits at a padded source position cannot change the output.
         changed = encoded.copy()
@@ -34,8 +41,7 @@ class CrossAttentionLayerTest(tf.test.TestCase):
         self.assertAllClose(layer(x, changed, mask)[1], got[1], atol=1e-5)
 
     def test_serialize_deserialize(self):
-        layer = CrossAttention(4, normalize_residual=True, kernel_initializer="lecun_uniform",
-                               seed=7, name="attention")
+        layer = CrossAttention(4, kernel_initializer="lecun_uniform", seed=7, name="attention")
         clone = CrossAttention.from_config(layer.get_config())
         self.assertEqual(clone.get_config(), layer.get_config())
         x, encoded = tf.ones([1, 2, 4]), tf.ones([1, 3, 4])
@@ -45,8 +51,12 @@ class CrossAttentionLayerTest(tf.test.TestCase):
 class AttentionModelTest(tf.test.TestCase):
 
     def _model(self):
-        return bytenet_tf.build_model("bytenet_selu_attention", hidden_size=16, num_stacks=2,
-                                      dropout_rate=0.0, seed=0)
+        """A small attention model whose readout is on (its output projection starts at 0)."""
+        model = bytenet_tf.build_model("bytenet_selu_attention", hidden_size=16, num_stacks=2,
+                                       dropout_rate=0.0, seed=0)
+        model.attention.output_kernel.assign(
+            tf.random.stateless_uniform([16, 16], seed=[5, 6], minval=-0.4, maxval=0.4))
+        return model
 
     def test_a_target_position_reads_a_source_position_far_ahead(self):
         # Without attention the decoder reads the encoder at its own position, which sees the
@@ -69,6 +79,14 @@ class AttentionModelTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "pass decoder_step the source's `memory="):
             model.decoder_step(tf.zeros([1, 16]), tf.constant([vocabulary.BOS_ID]),
                                model.initial_decoder_state(1))
+
+    def test_cached_greedy_equals_the_naive_decoder(self):
+        model = self._model()
+        source = vocabulary.frame_batch([line or b"x" for line in synthetic_lines(3, seed=9)])
+        cached, cached_logits = decoding.greedy_decode(model, source, return_logits=True)
+        naive, naive_logits = decoding.naive_greedy_decode(model, source, return_logits=True)
+        self.assertAllEqual(cached, naive)
+        self.assertAllClose(cached_logits, naive_logits, atol=1e-4)
 
     def test_beam_search_on_a_padded_batch_equals_each_sentence_alone(self):
         model = self._model()

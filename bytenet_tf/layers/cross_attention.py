@@ -18,7 +18,12 @@ class CrossAttention(keras.layers.Layer):
 
         query = x W_q,  keys = encoded W_k,  values = encoded W_v
         context = softmax(query keys^T / sqrt(hidden_size), over real source positions) values
-        out = x + context W_o        (or (x + context W_o) / sqrt(2) with `normalize_residual`)
+        out = x + context W_o
+
+    W_o starts at zero, so the layer starts as the identity and the decoder learns how much to
+    read (SkipInit, De & Smith 2020). A readout of unit weight rescaled like SELU ByteNet's
+    blocks, `(x + context W_o) / sqrt(2)`, shrinks the stream once and trained worse:
+    docs/results.md, "Real translation".
 
     It looks at the decoder's own position only, so it keeps the decoder causal, and cached
     decoding computes the keys and values once per source (`memory`) and one position per step
@@ -26,9 +31,7 @@ class CrossAttention(keras.layers.Layer):
 
     Args:
         hidden_size: int, channels of the decoder stream and of the encoder output.
-        normalize_residual: bool, divide the residual sum by sqrt(2), which keeps unit variance
-            for an uncorrelated readout (SELU ByteNet's residual rule with w = 1).
-        kernel_initializer: initializer of the four projections.
+        kernel_initializer: initializer of the query, key and value projections.
         seed: int or None, seeds each projection (from the seed and its name) when its
             initializer has no seed of its own.
         **kwargs: base layer arguments (`name`, `dtype`, ...).
@@ -54,23 +57,22 @@ class CrossAttention(keras.layers.Layer):
 
     PROJECTIONS = ("query", "key", "value", "output")
 
-    def __init__(self, hidden_size, normalize_residual=False, kernel_initializer="glorot_uniform",
-                 seed=None, **kwargs):
+    def __init__(self, hidden_size, kernel_initializer="glorot_uniform", seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(hidden_size, int) or hidden_size < 1:
             raise ValueError(f"`hidden_size` must be a positive int. Received: "
                              f"hidden_size={hidden_size!r}")
         self.hidden_size = hidden_size
-        self.normalize_residual = normalize_residual
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.seed = seed
 
     def build(self, inputs_shape, encoded_shape=None):
         for name in self.PROJECTIONS:
+            initializer = "zeros" if name == "output" else initializers.seeded_copy(
+                self.kernel_initializer, initializers.derive_seed(self.seed, name))
             setattr(self, f"{name}_kernel", self.add_weight(
                 name=f"{name}_kernel", shape=(self.hidden_size, self.hidden_size),
-                initializer=initializers.seeded_copy(
-                    self.kernel_initializer, initializers.derive_seed(self.seed, name))))
+                initializer=initializer))
         self.built = True
 
     def memory(self, encoded, source_mask=None):
@@ -104,9 +106,7 @@ class CrossAttention(keras.layers.Layer):
                             ops.cast(keys, "float32")) / math.sqrt(self.hidden_size)
         weights = ops.softmax(scores + bias, axis=-1)
         context = ops.einsum("bts,bsd->btd", ops.cast(weights, self.compute_dtype), values)
-        readout = ops.matmul(context, ops.cast(self.output_kernel, self.compute_dtype))
-        total = inputs + readout
-        return total / math.sqrt(2.0) if self.normalize_residual else total
+        return inputs + ops.matmul(context, ops.cast(self.output_kernel, self.compute_dtype))
 
     def call(self, inputs, encoded, source_mask=None):
         return self.attend(inputs, self.memory(encoded, source_mask))
@@ -117,7 +117,6 @@ class CrossAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update({"hidden_size": self.hidden_size,
-                       "normalize_residual": self.normalize_residual,
                        "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                        "seed": self.seed})
         return config

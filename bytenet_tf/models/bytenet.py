@@ -84,8 +84,8 @@ class ByteNet(keras.Model):
             bound still follows the source length.
         cross_attention: bool, add one `CrossAttention` readout of the encoder output after
             the decoder's first stack (after its last block with one stack), so that each
-            target position can read any source position (`paper` layout only). Its residual
-            sum is rescaled like the blocks' when `normalize_residual`.
+            target position can read any source position (`paper` layout only). It starts as
+            the identity (see `CrossAttention`).
         seed: int or None, seeds every weight drawn at random (each from the seed and its
             layer's name, see `bytenet_tf.initializers.seeded_copy`) and the dropout layers, so
             that two models built with one seed are equal. With None, weights come from Keras's
@@ -185,8 +185,7 @@ class ByteNet(keras.Model):
         self.output_norm = None if thesis else build_normalization(
             decoder_normalization, "output_norm", policy)
         self.attention = CrossAttention(
-            hidden_size, normalize_residual=normalize_residual,
-            kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
+            hidden_size, kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
             seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
             dtype=policy) if self.cross_attention else None
         # The readout follows the decoder's first stack.
