@@ -57,7 +57,7 @@ MODELS = {
     # SELU ByteNet with one cross-attention readout of the encoder output after the decoder's
     # first stack (`CrossAttention`): each target position may read any source position, where
     # ByteNet alone reads the encoder at its own position.
-    "bytenet_selu_attention": dict(_SELU, cross_attention=True),
+    "bytenet_selu_attention": dict(_SELU, cross_attention="identity"),
     # The thesis's `v1`: batch norm in the encoder, layer norm in the decoder, ReLU.
     "bytenet_thesis": dict(_THESIS_CODE, normalization="batch", decoder_normalization="layer"),
     # The thesis's `v1-selu`: no normalization, selu.

@@ -45,7 +45,9 @@ BLOCKS_PER_SIDE = 15
 WEIGHTS = {"w0.1": 0.1, "w0.2": 0.2, "w0.3": 0.3, "w_invsqrtL": 1 / math.sqrt(BLOCKS_PER_SIDE),
            "w1": 1.0}
 SUFFIXES = {"snn_adam": dict(adam_beta_2=0.99, adam_epsilon=0.01),
-            "constant": dict(decay_learning_rate=False), "nodrop": dict(dropout_rate=0.0)}
+            "constant": dict(decay_learning_rate=False), "nodrop": dict(dropout_rate=0.0),
+            "attention_identity": dict(cross_attention="identity"),
+            "attention_branch": dict(cross_attention="branch")}
 
 
 def setting_overrides(setting):

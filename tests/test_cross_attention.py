@@ -40,6 +40,25 @@ class CrossAttentionLayerTest(tf.test.TestCase):
         changed[1, 2:] = 100.0
         self.assertAllClose(layer(x, changed, mask)[1], got[1], atol=1e-5)
 
+    def test_branch_mode_weighs_and_rescales_an_initialized_readout(self):
+        layer = CrossAttention(6, branch_weight=0.5, normalize_residual=True, seed=3)
+        x = tf.random.stateless_normal([1, 3, 6], seed=[1, 2])
+        encoded = tf.random.stateless_normal([1, 4, 6], seed=[3, 4])
+        got = layer(x, encoded)
+        self.assertGreater(float(tf.reduce_max(tf.abs(layer.output_kernel))), 0.0)
+        plain = CrossAttention(6, branch_weight=1.0, normalize_residual=False, seed=3)
+        plain(x, encoded)
+        for name in CrossAttention.PROJECTIONS:
+            getattr(plain, f"{name}_kernel").assign(getattr(layer, f"{name}_kernel"))
+        # plain = x + r, so r = plain - x, and the layer must give (x + 0.5 r) / sqrt(1.25).
+        readout = plain(x, encoded) - x
+        self.assertAllClose(got, (x + 0.5 * readout) / np.sqrt(1.25), atol=1e-5)
+
+    def test_unknown_mode_names_the_choices(self):
+        with self.assertRaisesRegex(ValueError, "cross_attention='yes' is unknown; choose one "
+                                                "of: none, identity, branch"):
+            bytenet_tf.build_model("bytenet_selu", hidden_size=8, cross_attention="yes")
+
     def test_serialize_deserialize(self):
         layer = CrossAttention(4, kernel_initializer="lecun_uniform", seed=7, name="attention")
         clone = CrossAttention.from_config(layer.get_config())

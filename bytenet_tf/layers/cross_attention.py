@@ -20,10 +20,11 @@ class CrossAttention(keras.layers.Layer):
         context = softmax(query keys^T / sqrt(hidden_size), over real source positions) values
         out = x + context W_o
 
-    W_o starts at zero, so the layer starts as the identity and the decoder learns how much to
-    read (SkipInit, De & Smith 2020). A readout of unit weight rescaled like SELU ByteNet's
-    blocks, `(x + context W_o) / sqrt(2)`, shrinks the stream once and trained worse:
-    docs/results.md, "Real translation".
+    By default W_o starts at zero, so the layer starts as the identity (SkipInit, De & Smith
+    2020). With `branch_weight=w` it is one more residual branch instead: W_o drawn like the
+    other kernels and `out = x + w context W_o`, divided by `sqrt(1 + w^2)` with
+    `normalize_residual` (SELU ByteNet's rule). How each trained: docs/results.md, "Real
+    translation".
 
     It looks at the decoder's own position only, so it keeps the decoder causal, and cached
     decoding computes the keys and values once per source (`memory`) and one position per step
@@ -31,7 +32,11 @@ class CrossAttention(keras.layers.Layer):
 
     Args:
         hidden_size: int, channels of the decoder stream and of the encoder output.
-        kernel_initializer: initializer of the query, key and value projections.
+        kernel_initializer: initializer of the query, key and value projections (and of the
+            output projection with `branch_weight`).
+        branch_weight: None, or a float w > 0 for the weighted residual branch above.
+        normalize_residual: bool, rescale the weighted branch's sum (only with
+            `branch_weight`).
         seed: int or None, seeds each projection (from the seed and its name) when its
             initializer has no seed of its own.
         **kwargs: base layer arguments (`name`, `dtype`, ...).
@@ -57,18 +62,25 @@ class CrossAttention(keras.layers.Layer):
 
     PROJECTIONS = ("query", "key", "value", "output")
 
-    def __init__(self, hidden_size, kernel_initializer="glorot_uniform", seed=None, **kwargs):
+    def __init__(self, hidden_size, kernel_initializer="glorot_uniform", branch_weight=None,
+                 normalize_residual=False, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(hidden_size, int) or hidden_size < 1:
             raise ValueError(f"`hidden_size` must be a positive int. Received: "
                              f"hidden_size={hidden_size!r}")
+        if branch_weight is not None and branch_weight <= 0:
+            raise ValueError(f"`branch_weight` must be > 0 or None. Received: "
+                             f"branch_weight={branch_weight!r}")
         self.hidden_size = hidden_size
+        self.branch_weight = branch_weight
+        self.normalize_residual = normalize_residual
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.seed = seed
 
     def build(self, inputs_shape, encoded_shape=None):
         for name in self.PROJECTIONS:
-            initializer = "zeros" if name == "output" else initializers.seeded_copy(
+            zero = name == "output" and self.branch_weight is None
+            initializer = "zeros" if zero else initializers.seeded_copy(
                 self.kernel_initializer, initializers.derive_seed(self.seed, name))
             setattr(self, f"{name}_kernel", self.add_weight(
                 name=f"{name}_kernel", shape=(self.hidden_size, self.hidden_size),
@@ -106,7 +118,12 @@ class CrossAttention(keras.layers.Layer):
                             ops.cast(keys, "float32")) / math.sqrt(self.hidden_size)
         weights = ops.softmax(scores + bias, axis=-1)
         context = ops.einsum("bts,bsd->btd", ops.cast(weights, self.compute_dtype), values)
-        return inputs + ops.matmul(context, ops.cast(self.output_kernel, self.compute_dtype))
+        readout = ops.matmul(context, ops.cast(self.output_kernel, self.compute_dtype))
+        if self.branch_weight is None:
+            return inputs + readout
+        w = self.branch_weight
+        total = inputs + w * readout
+        return total / math.sqrt(1.0 + w * w) if self.normalize_residual else total
 
     def call(self, inputs, encoded, source_mask=None):
         return self.attend(inputs, self.memory(encoded, source_mask))
@@ -117,6 +134,8 @@ class CrossAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update({"hidden_size": self.hidden_size,
+                       "branch_weight": self.branch_weight,
+                       "normalize_residual": self.normalize_residual,
                        "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                        "seed": self.seed})
         return config

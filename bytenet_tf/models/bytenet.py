@@ -21,6 +21,7 @@ from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
 LAYOUTS = ("paper", "thesis")
+CROSS_ATTENTION = ("none", "identity", "branch")
 # `branch_weight` that resolves to 1 / sqrt(blocks per side).
 INV_SQRT_DEPTH = "inv_sqrt_depth"
 
@@ -82,10 +83,12 @@ class ByteNet(keras.Model):
         source_blind: bool, a baseline: `encode` returns zeros, so the decoder learns the
             target language alone. The encoder still runs (same cost per step) and the output
             bound still follows the source length.
-        cross_attention: bool, add one `CrossAttention` readout of the encoder output after
-            the decoder's first stack (after its last block with one stack), so that each
-            target position can read any source position (`paper` layout only). It starts as
-            the identity (see `CrossAttention`).
+        cross_attention: `none`, `identity` or `branch`: with `identity` or `branch`, one
+            `CrossAttention` readout of the encoder output follows the decoder's first stack
+            (its last block with one stack), so that each target position can read any source
+            position (`paper` layout only). `identity` starts it as the identity; `branch`
+            makes it one more residual branch, weighted by `branch_weight` and rescaled like
+            the blocks when `normalize_residual` (see `CrossAttention`).
         seed: int or None, seeds every weight drawn at random (each from the seed and its
             layer's name, see `bytenet_tf.initializers.seeded_copy`) and the dropout layers, so
             that two models built with one seed are equal. With None, weights come from Keras's
@@ -114,7 +117,7 @@ class ByteNet(keras.Model):
                  kernel_initializer="glorot_uniform", embedding_initializer=None, layout="paper",
                  normalize_residual=False, branch_weight=1.0, residual_gate=False, unfold_a=1.2,
                  unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, source_blind=False,
-                 cross_attention=False, seed=None, ops_policy="reference", **kwargs):
+                 cross_attention="none", seed=None, ops_policy="reference", **kwargs):
         super().__init__(**kwargs)
         if block not in BLOCKS:
             raise ValueError(f"block={block!r} is unknown; choose one of: {', '.join(BLOCKS)}")
@@ -124,7 +127,10 @@ class ByteNet(keras.Model):
                 raise ValueError(f"`{arg}` must be a positive int. Received: {arg}={value!r}")
         if layout not in LAYOUTS:
             raise ValueError(f"layout={layout!r} is unknown; choose one of: {', '.join(LAYOUTS)}")
-        if cross_attention and layout != "paper":
+        if cross_attention not in CROSS_ATTENTION:
+            raise ValueError(f"cross_attention={cross_attention!r} is unknown; choose one of: "
+                             f"{', '.join(CROSS_ATTENTION)}")
+        if cross_attention != "none" and layout != "paper":
             raise ValueError("`cross_attention` needs layout='paper' (the thesis layout's decoder "
                              f"is wider than the encoder output). Received: layout={layout!r}")
         if unfold_a <= 0:
@@ -155,7 +161,7 @@ class ByteNet(keras.Model):
         self.unfold_b = unfold_b
         self.max_length = max_length
         self.source_blind = bool(source_blind)
-        self.cross_attention = bool(cross_attention)
+        self.cross_attention = cross_attention
         self.seed = seed
         self.ops_policy = ops_policy
         self.ops = ops.get(ops_policy)
@@ -184,10 +190,14 @@ class ByteNet(keras.Model):
         self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
         self.output_norm = None if thesis else build_normalization(
             decoder_normalization, "output_norm", policy)
-        self.attention = CrossAttention(
-            hidden_size, kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
-            seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
-            dtype=policy) if self.cross_attention else None
+        self.attention = None
+        if cross_attention != "none":
+            weight = self.branch_weight_value if cross_attention == "branch" else None
+            self.attention = CrossAttention(
+                hidden_size, branch_weight=weight, normalize_residual=normalize_residual,
+                kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
+                seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
+                dtype=policy)
         # The readout follows the decoder's first stack.
         self.attention_after_block = min(len(self.dilations), len(self.decoder_blocks)) - 1
         # Logits stay float32 under mixed precision, for a stable softmax and loss.

@@ -14,6 +14,7 @@ import dataclasses
 import os
 
 from bytenet_tf import ops, zoo
+from bytenet_tf.models.bytenet import CROSS_ATTENTION
 from bytenet_tf.training import devices
 from pipelines.datasets import DataSpec
 from pipelines.options import ConfigError, option
@@ -77,8 +78,10 @@ class TrainConfig:
     source_blind: bool = option(None, "Baseline: the decoder sees zeros instead of the encoder "
                                 "output, so the model learns the target language alone (the "
                                 "length bound still comes from the source).")
-    cross_attention: bool = option(None, "Override: add one cross-attention readout of the "
-                                   "encoder output after the decoder's first stack.")
+    cross_attention: str = option(None, "Override: one cross-attention readout of the encoder "
+                                  "output after the decoder's first stack, starting as the "
+                                  "identity or as a weighted residual branch; none for none.",
+                                  choices=CROSS_ATTENTION)
     max_length: int = option(None, "Longest source that the model translates, in bytes, EOS "
                              "included (longer ones are truncated when serving), and the "
                              "training length filter unless `train_max_length` is set. "

@@ -190,6 +190,29 @@ def fair_comparison_section(runs):
     return lines
 
 
+def attention_section(results):
+    """bytenet_selu with and without a cross-attention readout, at equal steps (residual_text.py
+    runs, one results file per variant)."""
+    lines = ["### Reading the source: a cross-attention readout, equal steps", "",
+             "`python experiments/residual_text.py` (the residual sweep's runner: the `text` "
+             "preset at a fixed step count, the cosine ending there, the same batches per seed) "
+             "with `--model` and `--precision` as each command says. Held-out: teacher-forced "
+             "nats per target byte on the 500 held-out pairs; greedy BLEU and chrF on the first "
+             "100 of them; the last weights, no selection or beam.", "",
+             "| results file | model at its commit | steps | seed | precision, CPU | held-out "
+             "nats/byte | greedy BLEU / chrF | train loss (last 10 logs) | training seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, result in results.items():
+        for run in result["runs"]:
+            lines.append(
+                f"| `{name}` | {result.get('model', 'bytenet_selu')} at {result['commit']} | "
+                f"{result['steps']} | {run['seed']} | {run['precision']}, {run['cpu']} | "
+                f"{run['heldout_nats']:.4f} | {run['valid_bleu']:.2f} / {run['valid_chrf']:.1f} | "
+                f"{run['train_loss_last_10_logs']:.3f} | {run['train_seconds']:.0f} |")
+    lines += [""] + [f"- `{name}`: `{result['command']}`" for name, result in results.items()]
+    return lines
+
+
 def render():
     """The section's subsections, from real_translation_*.json and translator_*.json."""
     lines = []
@@ -207,4 +230,7 @@ def render():
     fair = _translator_runs("fair")
     if fair:
         lines += fair_comparison_section(fair) + [""]
+    attention = results_named("attention_screen")
+    if attention:
+        lines += attention_section(attention) + [""]
     return lines or ["Not run yet.", ""]
