@@ -70,7 +70,8 @@ class CrossAttentionLayerTest(tf.test.TestCase):
 class AttentionModelTest(tf.test.TestCase):
 
     def _model(self):
-        """A small attention model whose readout is on (its output projection starts at 0)."""
+        """A small attention model with a random output projection, as a trained one has
+        (the `identity` readout starts it at 0)."""
         model = bytenet_tf.build_model("bytenet_selu_attention", hidden_size=16, num_stacks=2,
                                        dropout_rate=0.0, seed=0)
         model.attention.output_kernel.assign(

@@ -198,14 +198,17 @@ def attention_section(results):
              "preset at a fixed step count, the cosine ending there, the same batches per seed) "
              "with `--model` and `--precision` as each command says. Held-out: teacher-forced "
              "nats per target byte on the 500 held-out pairs; greedy BLEU and chrF on the first "
-             "100 of them; the last weights, no selection or beam.", "",
-             "| results file | model at its commit | steps | seed | precision, CPU | held-out "
-             "nats/byte | greedy BLEU / chrF | train loss (last 10 logs) | training seconds |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "100 of them; the last weights, no selection or beam. Training seconds come from runs "
+             "made one after the other, not alternated: an indication of cost, not a "
+             "measurement of it.", "",
+             "| results file | model at its commit, setting | steps | seed | precision, CPU | "
+             "held-out nats/byte | greedy BLEU / chrF | train loss (last 10 logs) | training "
+             "seconds |", "|---|---|---|---|---|---|---|---|---|"]
     for name, result in results.items():
         for run in result["runs"]:
             lines.append(
-                f"| `{name}` | {result.get('model', 'bytenet_selu')} at {result['commit']} | "
+                f"| `{name}` | {result.get('model', 'bytenet_selu')} at {result['commit']}, "
+                f"`{run['setting']}` | "
                 f"{result['steps']} | {run['seed']} | {run['precision']}, {run['cpu']} | "
                 f"{run['heldout_nats']:.4f} | {run['valid_bleu']:.2f} / {run['valid_chrf']:.1f} | "
                 f"{run['train_loss_last_10_logs']:.3f} | {run['train_seconds']:.0f} |")
