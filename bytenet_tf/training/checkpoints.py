@@ -7,7 +7,9 @@ where TensorFlow can save it, the data iterator (see `bytenet_tf.training.stream
 - `restore_model(model, path)`: the weights of a checkpoint into a model built from the run's
   `config.json` (`model_config`).
 - `average_checkpoints(model, paths)`: the mean of several checkpoints' weights.
-- `check_resumable(model_dir, model_config)`: refuses to resume a `model_dir` as another model.
+- `stored_config(model_dir)`: the `config.json` an earlier run in `model_dir` wrote.
+- `check_resumable(model_dir, stored, model_config)`: refuses to resume a `model_dir` as another
+  model.
 """
 
 import json
@@ -133,24 +135,30 @@ def average_checkpoints(model, checkpoint_paths):
     return model
 
 
-def check_resumable(model_dir, model_config):
+def stored_config(model_dir):
+    """The `config.json` of an earlier run in `model_dir` (a dict), or {} when there is none."""
+    path = os.path.join(model_dir, "config.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def check_resumable(model_dir, stored, model_config):
     """Refuses to resume `model_dir` as a model other than the one its `config.json` records.
 
     Every setting of the model's config counts (the zoo name, sizes, dilations, dropout, the
     residual branch, the seed, ...), except `RESUMABLE_CHANGES`.
 
     Args:
-        model_dir: a run's folder; nothing is checked when it has no `config.json`.
+        model_dir: the run's folder, for the message.
+        stored: its `stored_config`; nothing is checked when it records no model.
         model_config: `get_config()` of the model this run built.
 
     Raises:
         ConfigError: the settings differ; the message names every one, with both values.
     """
-    path = os.path.join(model_dir, "config.json")
-    if not os.path.exists(path):
-        return
-    with open(path) as f:
-        stored = json.load(f).get("model_config")
+    stored = stored.get("model_config")
     if not stored:
         return
     # JSON has no tuples: compare what both sides would write.

@@ -37,15 +37,6 @@ from pipelines.options import ConfigError
 TrainingDivergedError = loop.TrainingDivergedError
 
 
-def _stored_config(model_dir):
-    """The `config.json` of an earlier run in `model_dir`, or {}."""
-    path = os.path.join(model_dir, "config.json")
-    if not os.path.exists(path):
-        return {}
-    with open(path) as f:
-        return json.load(f)
-
-
 def _precision(config, strategy, stored):
     """`(policy, reason)`: `auto` reuses the precision an earlier run in the same `model_dir`
     recorded, and every worker of a multi-worker run takes the chief's choice."""
@@ -114,7 +105,7 @@ def train_and_evaluate(config, prepare_model=None):
     budget_from_preset = config.time_budget_seconds is None
     config = resolve(config)
     strategy, strategy_description = devices.resolve_strategy(config.strategy)
-    stored = _stored_config(config.model_dir)
+    stored = checkpoints.stored_config(config.model_dir)
     policy, reason = _precision(config, strategy, stored)
     try:
         ops_policy, ops_reason = ops.resolve_policy(config.ops_policy)
@@ -134,7 +125,7 @@ def train_and_evaluate(config, prepare_model=None):
     with strategy.scope():
         model, optimizer, step, clock, average = _build(config, policy, ops_policy)
     if chief:
-        checkpoints.check_resumable(config.model_dir, model.get_config())
+        checkpoints.check_resumable(config.model_dir, stored, model.get_config())
         os.makedirs(config.model_dir, exist_ok=True)
         values = dataclasses.asdict(config)
         values.update(effective_precision=policy, precision_reason=reason,
