@@ -125,7 +125,7 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
         return _running(t, steps, finished, ignore_eos)
 
     def body(t, previous, finished, state, ids, all_logits):
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory)
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory, t)
         if return_logits:
             all_logits = all_logits.write(t, logits)
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
@@ -226,7 +226,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(finished)))
 
     def body(t, previous, finished, lengths, scores, sequences, state):
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory)
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory, t)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
         # A finished beam continues with PAD at log-probability 0 and nothing else.

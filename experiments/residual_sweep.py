@@ -47,7 +47,8 @@ WEIGHTS = {"w0.1": 0.1, "w0.2": 0.2, "w0.3": 0.3, "w_invsqrtL": 1 / math.sqrt(BL
 SUFFIXES = {"snn_adam": dict(adam_beta_2=0.99, adam_epsilon=0.01),
             "constant": dict(decay_learning_rate=False), "nodrop": dict(dropout_rate=0.0),
             "attention_identity": dict(cross_attention="identity"),
-            "attention_branch": dict(cross_attention="branch")}
+            "attention_branch": dict(cross_attention="branch"),
+            "attention_positions": dict(cross_attention="branch_positions")}
 
 
 def setting_overrides(setting):

@@ -9,9 +9,9 @@
 The settings are those of the memorization sweep (`experiments/residual_sweep.py`): `w<x>` the branch weight of
 `(x + w f(x)) / sqrt(1 + w^2)`, `w_invsqrtL` 1/sqrt(15), `gate` a learnable weight from 0,
 `+snn_adam` Adam with beta_2 0.99 and epsilon 0.01, `+constant` no decay after the warm-up,
-`+lr<rate>` another peak learning rate, `+attention_identity` / `+attention_branch` a
-cross-attention readout (`bytenet_tf.layers.CrossAttention`) starting as the identity or as a
-weighted residual branch. Each run trains `--model` (default `bytenet_selu`; for
+`+lr<rate>` another peak learning rate, `+attention_identity` / `+attention_branch` /
+`+attention_positions` a cross-attention readout (`bytenet_tf.layers.CrossAttention`) starting
+as the identity, as a weighted residual branch, or as that branch with position encodings. Each run trains `--model` (default `bytenet_selu`; for
 a model whose `normalize_residual` is off, such as the layer-norm `bytenet_small`, `w<x>` gives
 the plain `x + w f(x)`, and `w1` is its zoo default) at its zoo size (hidden 400, 3 stacks,
 the zoo's dropout) with bytenet-train's

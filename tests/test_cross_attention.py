@@ -69,11 +69,11 @@ class CrossAttentionLayerTest(tf.test.TestCase):
 
 class AttentionModelTest(tf.test.TestCase):
 
-    def _model(self):
+    def _model(self, mode="branch"):
         """A small attention model with a random output projection, as a trained one has
         (the `identity` readout starts it at 0)."""
         model = bytenet_tf.build_model("bytenet_selu_attention", hidden_size=16, num_stacks=2,
-                                       dropout_rate=0.0, seed=0)
+                                       dropout_rate=0.0, seed=0, cross_attention=mode)
         model.attention.output_kernel.assign(
             tf.random.stateless_uniform([16, 16], seed=[5, 6], minval=-0.4, maxval=0.4))
         return model
@@ -101,12 +101,31 @@ class AttentionModelTest(tf.test.TestCase):
                                model.initial_decoder_state(1))
 
     def test_cached_greedy_equals_the_naive_decoder(self):
-        model = self._model()
         source = vocabulary.frame_batch([line or b"x" for line in synthetic_lines(3, seed=9)])
-        cached, cached_logits = decoding.greedy_decode(model, source, return_logits=True)
-        naive, naive_logits = decoding.naive_greedy_decode(model, source, return_logits=True)
-        self.assertAllEqual(cached, naive)
-        self.assertAllClose(cached_logits, naive_logits, atol=1e-4)
+        for mode in ("branch", "branch_positions"):
+            with self.subTest(mode=mode):
+                model = self._model(mode)
+                cached, cached_logits = decoding.greedy_decode(model, source, return_logits=True)
+                naive, naive_logits = decoding.naive_greedy_decode(model, source,
+                                                                   return_logits=True)
+                self.assertAllEqual(cached, naive)
+                self.assertAllClose(cached_logits, naive_logits, atol=1e-4)
+
+    def test_position_encodings_reach_the_queries_and_keys(self):
+        plain, located = (CrossAttention(8, branch_weight=1.0, positions=p, seed=1)
+                          for p in (False, True))
+        x, encoded = tf.ones([1, 3, 8]), tf.ones([1, 5, 8])
+        plain(x, encoded)
+        located(x, encoded)
+        # Identical bytes everywhere: only the positions can tell the source positions apart.
+        without = plain.memory(encoded)[0]
+        self.assertAllClose(without[:, 0], without[:, 4])
+        with_positions = located.memory(encoded)[0]
+        self.assertNotAllClose(with_positions[:, 0], with_positions[:, 4])
+        # A step at target position 2 equals the full pass's third position.
+        full = located(x, encoded)
+        step = located.attend(x[:, 2:3], located.memory(encoded), 2)
+        self.assertAllClose(step[:, 0], full[:, 2], atol=1e-5)
 
     def test_beam_search_on_a_padded_batch_equals_each_sentence_alone(self):
         model = self._model()

@@ -35,6 +35,9 @@ class CrossAttention(keras.layers.Layer):
         kernel_initializer: initializer of the query, key and value projections (and of the
             output projection with `branch_weight`).
         branch_weight: None, or a float w > 0 for the weighted residual branch above.
+        positions: bool, add sinusoidal position encodings (Vaswani et al.) of the target
+            position to the query's input and of the source position to the key's, so that the
+            attention can follow where it is, not only what the bytes say.
         normalize_residual: bool, rescale the weighted branch's sum (only with
             `branch_weight`).
         seed: int or None, seeds each projection (from the seed and its name) when its
@@ -63,7 +66,7 @@ class CrossAttention(keras.layers.Layer):
     PROJECTIONS = ("query", "key", "value", "output")
 
     def __init__(self, hidden_size, kernel_initializer="glorot_uniform", branch_weight=None,
-                 normalize_residual=False, seed=None, **kwargs):
+                 normalize_residual=False, positions=False, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(hidden_size, int) or hidden_size < 1:
             raise ValueError(f"`hidden_size` must be a positive int. Received: "
@@ -74,6 +77,7 @@ class CrossAttention(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.branch_weight = branch_weight
         self.normalize_residual = normalize_residual
+        self.positions = positions
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.seed = seed
 
@@ -100,7 +104,8 @@ class CrossAttention(keras.layers.Layer):
             positions and -1e9 at padding.
         """
         encoded = ops.cast(encoded, self.compute_dtype)
-        keys = ops.matmul(encoded, ops.cast(self.key_kernel, self.compute_dtype))
+        located = encoded + self._encoding(ops.shape(encoded)[1]) if self.positions else encoded
+        keys = ops.matmul(located, ops.cast(self.key_kernel, self.compute_dtype))
         values = ops.matmul(encoded, ops.cast(self.value_kernel, self.compute_dtype))
         if source_mask is None:
             bias = ops.zeros(ops.shape(encoded)[:2], "float32")
@@ -108,12 +113,25 @@ class CrossAttention(keras.layers.Layer):
             bias = ops.where(source_mask, 0.0, -1e9)
         return keys, values, ops.expand_dims(ops.cast(bias, "float32"), 1)
 
-    def attend(self, inputs, memory):
+    def _encoding(self, length, start=0):
+        """Sinusoidal position encodings of positions `start .. start + length - 1`:
+        `(length, hidden_size)` in the compute dtype."""
+        positions = ops.cast(ops.arange(length), "float32") + ops.cast(start, "float32")
+        rates = ops.exp(-math.log(10000.0) * ops.cast(
+            ops.arange(0, self.hidden_size, 2), "float32") / self.hidden_size)
+        angles = ops.expand_dims(positions, 1) * ops.expand_dims(rates, 0)
+        encoding = ops.concatenate([ops.sin(angles), ops.cos(angles)], axis=-1)
+        return ops.cast(encoding[:, :self.hidden_size], self.compute_dtype)
+
+    def attend(self, inputs, memory, start=0):
         """The layer's output for decoder positions `inputs` `(batch, T, hidden_size)` (T may be
-        1, a decoding step) given `memory` from `memory`."""
+        1, a decoding step), the first of which is target position `start`, given `memory`
+        from `memory`."""
         keys, values, bias = memory
         inputs = ops.cast(inputs, self.compute_dtype)
-        query = ops.matmul(inputs, ops.cast(self.query_kernel, self.compute_dtype))
+        located = inputs + self._encoding(ops.shape(inputs)[1], start) if self.positions \
+            else inputs
+        query = ops.matmul(located, ops.cast(self.query_kernel, self.compute_dtype))
         scores = ops.einsum("btd,bsd->bts", ops.cast(query, "float32"),
                             ops.cast(keys, "float32")) / math.sqrt(self.hidden_size)
         weights = ops.softmax(scores + bias, axis=-1)
@@ -136,6 +154,7 @@ class CrossAttention(keras.layers.Layer):
         config.update({"hidden_size": self.hidden_size,
                        "branch_weight": self.branch_weight,
                        "normalize_residual": self.normalize_residual,
+                       "positions": self.positions,
                        "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
                        "seed": self.seed})
         return config

@@ -21,7 +21,7 @@ from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
 LAYOUTS = ("paper", "thesis")
-CROSS_ATTENTION = ("none", "identity", "branch")
+CROSS_ATTENTION = ("none", "identity", "branch", "branch_positions")
 # `branch_weight` that resolves to 1 / sqrt(blocks per side).
 INV_SQRT_DEPTH = "inv_sqrt_depth"
 
@@ -88,7 +88,8 @@ class ByteNet(keras.Model):
             (its last block with one stack), so that each target position can read any source
             position (`paper` layout only). `identity` starts it as the identity; `branch`
             makes it one more residual branch, weighted by `branch_weight` and rescaled like
-            the blocks when `normalize_residual` (see `CrossAttention`).
+            the blocks when `normalize_residual`; `branch_positions` adds position encodings to
+            its queries and keys (see `CrossAttention`).
         seed: int or None, seeds every weight drawn at random (each from the seed and its
             layer's name, see `bytenet_tf.initializers.seeded_copy`) and the dropout layers, so
             that two models built with one seed are equal. With None, weights come from Keras's
@@ -192,9 +193,10 @@ class ByteNet(keras.Model):
             decoder_normalization, "output_norm", policy)
         self.attention = None
         if cross_attention != "none":
-            weight = self.branch_weight_value if cross_attention == "branch" else None
+            weight = None if cross_attention == "identity" else self.branch_weight_value
             self.attention = CrossAttention(
                 hidden_size, branch_weight=weight, normalize_residual=normalize_residual,
+                positions=cross_attention == "branch_positions",
                 kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
                 seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
                 dtype=policy)
@@ -342,7 +344,7 @@ class ByteNet(keras.Model):
         """Zero queues of every decoder block, for `decoder_step`."""
         return [block.initial_state(batch_size) for block in self.decoder_blocks]
 
-    def decoder_step(self, encoded_t, previous_ids, state, memory=None):
+    def decoder_step(self, encoded_t, previous_ids, state, memory=None, position=0):
         """One decoder position at inference, with cached convolution queues.
 
         Args:
@@ -351,6 +353,8 @@ class ByteNet(keras.Model):
             previous_ids: int32 `(batch,)`, the byte before the one to predict (BOS_ID at first).
             state: list of queues from `initial_decoder_state` or the previous step.
             memory: `attention_memory` of the source (needed with cross-attention), or None.
+            position: int32 scalar, the target position of this step (for a cross-attention
+                with position encodings).
 
         Returns:
             `(logits, new_state)` with float32 logits of shape `(batch, VOCAB_SIZE)`.
@@ -366,7 +370,7 @@ class ByteNet(keras.Model):
             x, queue = block.step(x, queue)
             new_state.append(queue)
             if memory is not None and index == self.attention_after_block:
-                x = self.attention.attend(x[:, tf.newaxis], memory)[:, 0]
+                x = self.attention.attend(x[:, tf.newaxis], memory, position)[:, 0]
         logits = self.output_projection.project_position(
             tf.cast(self._head(x, training=False), "float32"))
         return logits, new_state

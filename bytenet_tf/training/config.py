@@ -80,7 +80,8 @@ class TrainConfig:
                                 "length bound still comes from the source).")
     cross_attention: str = option(None, "Override: one cross-attention readout of the encoder "
                                   "output after the decoder's first stack, starting as the "
-                                  "identity or as a weighted residual branch; none for none.",
+                                  "identity, as a weighted residual branch, or as that branch "
+                                  "with position encodings; none for none.",
                                   choices=CROSS_ATTENTION)
     max_length: int = option(None, "Longest source that the model translates, in bytes, EOS "
                              "included (longer ones are truncated when serving), and the "
