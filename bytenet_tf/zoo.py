@@ -55,11 +55,11 @@ MODELS = {
     # "The residual branch".
     "bytenet_selu": _SELU,
     # SELU ByteNet with one cross-attention readout of the encoder output after the decoder's
-    # first stack (`CrossAttention`), as one more residual branch: each target position may read
-    # any source position, where ByteNet alone reads the encoder at its own position. Of the
-    # readouts screened, the one that trained best; none yet trains as well as `bytenet_selu`
-    # (docs/results.md, "Real translation").
-    "bytenet_selu_attention": dict(_SELU, cross_attention="branch"),
+    # first stack (`CrossAttention`), as one more residual branch with position encodings in its
+    # queries and keys: each target position may read any source position, where ByteNet alone
+    # reads the encoder at its own position. Of the readouts screened, the one that trained
+    # best; none yet trains as well as `bytenet_selu` (docs/results.md, "Real translation").
+    "bytenet_selu_attention": dict(_SELU, cross_attention="branch_positions"),
     # The thesis's `v1`: batch norm in the encoder, layer norm in the decoder, ReLU.
     "bytenet_thesis": dict(_THESIS_CODE, normalization="batch", decoder_normalization="layer"),
     # The thesis's `v1-selu`: no normalization, selu.
