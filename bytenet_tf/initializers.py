@@ -47,6 +47,13 @@ class SugartensorHeUniform(keras.initializers.Initializer):
         return {"seed": self.seed}
 
 
+def get(identifier):
+    """`keras.initializers.get`, which also knows `sugartensor_he_uniform`."""
+    if identifier == "sugartensor_he_uniform":
+        return SugartensorHeUniform()
+    return keras.initializers.get(identifier)
+
+
 def derive_seed(seed, name):
     """An int seed for the weight `name` of a layer seeded with `seed`, or None if `seed` is None.
 

@@ -7,6 +7,9 @@ from keras import ops
 
 from bytenet_tf import initializers
 
+# ByteNet's `cross_attention` modes (see `CrossAttention.of_mode`).
+CROSS_ATTENTION = ("none", "identity", "branch", "branch_positions")
+
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
 class CrossAttention(keras.layers.Layer):
@@ -80,6 +83,18 @@ class CrossAttention(keras.layers.Layer):
         self.positions = positions
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.seed = seed
+
+    @classmethod
+    def of_mode(cls, mode, hidden_size, branch_weight, normalize_residual, **kwargs):
+        """The readout of one of ByteNet's `CROSS_ATTENTION` modes, or None for `none`:
+        `identity` starts as the identity; `branch` is a residual branch of weight
+        `branch_weight` (rescaled with `normalize_residual`); `branch_positions` adds position
+        encodings to that branch. `kwargs` go to the constructor."""
+        if mode == "none":
+            return None
+        return cls(hidden_size, branch_weight=None if mode == "identity" else branch_weight,
+                   normalize_residual=normalize_residual, positions=mode == "branch_positions",
+                   **kwargs)
 
     def build(self, inputs_shape, encoded_shape=None):
         for name in self.PROJECTIONS:

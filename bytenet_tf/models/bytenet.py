@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 
 from bytenet_tf import decoding, initializers, ops
-from bytenet_tf.layers.cross_attention import CrossAttention
+from bytenet_tf.layers.cross_attention import CROSS_ATTENTION, CrossAttention
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
 from bytenet_tf.layers.residual_block import ResidualBlock
@@ -21,16 +21,8 @@ from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
 LAYOUTS = ("paper", "thesis")
-CROSS_ATTENTION = ("none", "identity", "branch", "branch_positions")
 # `branch_weight` that resolves to 1 / sqrt(blocks per side).
 INV_SQRT_DEPTH = "inv_sqrt_depth"
-
-
-def _get_initializer(identifier):
-    """`keras.initializers.get`, which also knows `sugartensor_he_uniform`."""
-    if identifier == "sugartensor_he_uniform":
-        return initializers.SugartensorHeUniform()
-    return keras.initializers.get(identifier)
 
 
 @keras.saving.register_keras_serializable(package="bytenet_tf")
@@ -149,8 +141,8 @@ class ByteNet(keras.Model):
         self.decoder_normalization = decoder_normalization
         self.activation = activation
         self.dropout_rate = dropout_rate
-        self.kernel_initializer = _get_initializer(kernel_initializer)
-        self.embedding_initializer = None if embedding_initializer is None else _get_initializer(
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.embedding_initializer = None if embedding_initializer is None else initializers.get(
             embedding_initializer)
         self.normalize_residual = normalize_residual
         if isinstance(branch_weight, str) and branch_weight != INV_SQRT_DEPTH:
@@ -191,15 +183,11 @@ class ByteNet(keras.Model):
         self.decoder_blocks = self._build_stack(causal=True, normalization=decoder_normalization)
         self.output_norm = None if thesis else build_normalization(
             decoder_normalization, "output_norm", policy)
-        self.attention = None
-        if cross_attention != "none":
-            weight = None if cross_attention == "identity" else self.branch_weight_value
-            self.attention = CrossAttention(
-                hidden_size, branch_weight=weight, normalize_residual=normalize_residual,
-                positions=cross_attention == "branch_positions",
-                kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
-                seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
-                dtype=policy)
+        self.attention = CrossAttention.of_mode(
+            cross_attention, hidden_size, self.branch_weight_value, normalize_residual,
+            kernel_initializer=initializers.seeded_copy(self.kernel_initializer, None),
+            seed=initializers.derive_seed(seed, "cross_attention"), name="cross_attention",
+            dtype=policy)
         # The readout follows the decoder's first stack.
         self.attention_after_block = min(len(self.dilations), len(self.decoder_blocks)) - 1
         # Logits stay float32 under mixed precision, for a stable softmax and loss.

@@ -14,7 +14,7 @@ import dataclasses
 import os
 
 from bytenet_tf import ops, zoo
-from bytenet_tf.models.bytenet import CROSS_ATTENTION
+from bytenet_tf.layers.cross_attention import CROSS_ATTENTION
 from bytenet_tf.training import devices
 from pipelines.datasets import DataSpec
 from pipelines.options import ConfigError, option
