@@ -79,10 +79,15 @@ def smoothed_cross_entropy(labels, logits, label_smoothing):
         `(smoothed, plain, mask)`: two scalars (equal when `label_smoothing` is 0) and the
         float32 `(batch, T)` mask of `masked_cross_entropy`.
     """
-    plain, mask = masked_cross_entropy(labels, logits)
     if not label_smoothing:
+        plain, mask = masked_cross_entropy(labels, logits)
         return plain, plain, mask
-    uniform = -tf.reduce_mean(tf.nn.log_softmax(tf.cast(logits, tf.float32)), axis=-1)
+    # One log-softmax serves both terms: the training step's largest tensor, not taken twice.
+    mask = tf.cast(tf.not_equal(labels, vocabulary.PAD_ID), tf.float32)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    nll = -tf.gather(log_probs, labels, batch_dims=2)
+    uniform = -tf.reduce_mean(log_probs, axis=-1)
+    plain = tf.reduce_sum(nll * mask)
     smoothed = (1.0 - label_smoothing) * plain + label_smoothing * tf.reduce_sum(uniform * mask)
     return smoothed, plain, mask
 
