@@ -96,9 +96,23 @@ def _greedy_choice(logits, t, finished, limits, ignore_eos):
     return chosen, finished
 
 
+def _take(structure, indices):
+    """Rows `indices` (axis 0) of every tensor in a nested structure."""
+    return tf.nest.map_structure(lambda x: tf.gather(x, indices), structure)
+
+
+def _free_rows(structure):
+    """Shape invariants with a free first axis, for loop variables whose rows leave the batch."""
+    return tf.nest.map_structure(lambda x: tf.TensorShape([None]).concatenate(x.shape[1:]),
+                                 structure)
+
+
 def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
                   ignore_eos=False, return_logits=False, capacity=None):
     """Cached greedy decoding.
+
+    A row that is finished (EOS, or its bound) leaves the batch, so later steps compute only
+    the rows still running; under XLA (`capacity`) and with `return_logits` every row stays.
 
     Args:
         model: a `ByteNet`.
@@ -115,27 +129,40 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     """
     source, limits, steps, encoded, memory = _prepare(model, source, margin, max_output_length,
                                                       capacity)
+    compact = capacity is None and not return_logits
     batch = tf.shape(source)[0]
-    state = model.initial_decoder_state(batch)
     # Unwritten entries stay 0, which is PAD_ID.
     ids = tf.zeros([capacity if capacity is not None else steps, batch], tf.int32)
     all_logits = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[None, None])
+    # What each running row carries: its row in the output, and its own inputs and caches.
+    rows = (tf.range(batch), tf.fill([batch], BOS_ID), tf.zeros([batch], tf.bool), limits,
+            encoded, () if memory is None else memory, model.initial_decoder_state(batch))
 
-    def cond(t, previous, finished, state, ids, all_logits):
-        return _running(t, steps, finished, ignore_eos)
+    def cond(t, rows, ids, all_logits):
+        return _running(t, steps, rows[2], ignore_eos)
 
-    def body(t, previous, finished, state, ids, all_logits):
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory, t)
+    def body(t, rows, ids, all_logits):
+        index, previous, finished, limits, encoded, memory, state = rows
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state,
+                                           memory or None, t)
         if return_logits:
             all_logits = all_logits.write(t, logits)
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
-        ids = tf.tensor_scatter_nd_update(ids, [[t]], chosen[tf.newaxis])
-        return t + 1, chosen, finished, state, ids, all_logits
+        ids = tf.tensor_scatter_nd_update(
+            ids, tf.stack([tf.fill(tf.shape(index), t), index], axis=1), chosen)
+        rows = (index, chosen, finished, limits, encoded, memory, state)
+        if compact:
+            rows = tf.cond(tf.reduce_any(finished),
+                           lambda: _take(rows, tf.where(tf.logical_not(finished))[:, 0]),
+                           lambda: rows)
+        return t + 1, rows, ids, all_logits
 
-    length, _, _, _, ids, all_logits = tf.while_loop(
-        cond, body,
-        (tf.constant(0), tf.fill([batch], BOS_ID), tf.zeros([batch], tf.bool), state, ids,
-         all_logits))
+    loop_vars = (tf.constant(0), rows, ids, all_logits)
+    length, _, ids, all_logits = tf.while_loop(
+        cond, body, loop_vars,
+        shape_invariants=(tf.TensorShape([]), _free_rows(rows) if compact else
+                          tf.nest.map_structure(lambda x: x.shape, rows), ids.shape,
+                          tf.TensorShape(None)))
     output = tf.transpose(ids, [1, 0])
     if capacity is None:
         output = output[:, :length]
@@ -183,13 +210,30 @@ def _length_penalty(length, alpha):
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
 
 
+def best_beam(scores, lengths, length_alpha):
+    """The beam that `beam_search_decode` chooses at `length_alpha`, from its `return_beams`.
+
+    Args:
+        scores: float32 `(batch, beam_size)` summed log-probabilities.
+        lengths: int32 `(batch, beam_size)`.
+        length_alpha: float.
+
+    Returns:
+        int32 `(batch,)` beam indices.
+    """
+    return tf.argmax(scores / _length_penalty(lengths, length_alpha), axis=1,
+                     output_type=tf.int32)
+
+
 def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_PENALTY,
                        margin=DEFAULT_MARGIN, max_output_length=None, return_scores=False,
-                       capacity=None):
+                       capacity=None, return_beams=False):
     """Cached beam search; the caches of every beam are reordered after each step.
 
     Finished beams are extended with PAD at no cost; among the final beams the one with the
     best length-normalized log-probability (score / ((5 + length) / 6) ** `length_alpha`) wins.
+    A sentence whose beams are all finished leaves the batch, so later steps compute only the
+    sentences still running (not under XLA, whose shapes are static).
 
     Args:
         model: a `ByteNet`.
@@ -199,6 +243,11 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         margin, max_output_length: as in `greedy_decode`.
         return_scores: bool, also return the chosen beams' summed log-probabilities `(batch,)`.
         capacity: a Python int for XLA, as in `greedy_decode`.
+        return_beams: bool, return every final beam instead of the chosen one: ids
+            `(batch, beam_size, L)`, summed log-probabilities `(batch, beam_size)` and lengths
+            `(batch, beam_size)` (bytes up to and including EOS). The beams do not depend on
+            `length_alpha`, which only chooses among them (`best_beam`), so one search serves
+            every length penalty.
 
     Returns:
         int32 ids `(batch, L)`, and the scores when `return_scores`.
@@ -207,57 +256,92 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
     source, limits, steps, encoded, memory = _prepare(model, source, margin, max_output_length,
                                                       capacity)
+    compact = capacity is None
     batch = tf.shape(source)[0]
     width = capacity if capacity is not None else steps
     k = beam_size
     flat = batch * k
-    encoded = tf.repeat(encoded, k, axis=0)  # (batch * k, S, hidden)
     # The beams of a row share its source, so the attention memory is never reordered.
-    if memory is not None:
-        memory = tuple(tf.repeat(part, k, axis=0) for part in memory)
-    limits = tf.repeat(limits, k, axis=0)
-    state = model.initial_decoder_state(flat)
+    memory = () if memory is None else tuple(tf.repeat(part, k, axis=0) for part in memory)
     # Only the first beam is live at the start, so the k beams do not all pick the same byte.
     scores = tf.tile(tf.concat([[0.0], tf.fill([k - 1], -1e9)], 0)[tf.newaxis], [batch, 1])
-    sequences = tf.zeros([batch, k, width], tf.int32)
     positions = tf.range(width)
+    # Per running sentence: its row in the output, its k beams' scores, lengths and bytes
+    # (batch, k, ...); per beam (batch * k, ...): the last byte, whether it is finished, its
+    # bound, and its source, memory and caches.
+    sentences = (tf.range(batch), scores, tf.zeros([batch, k], tf.int32),
+                 tf.zeros([batch, k, width], tf.int32))
+    beams = (tf.fill([flat], BOS_ID), tf.zeros([flat], tf.bool), tf.repeat(limits, k, axis=0),
+             tf.repeat(encoded, k, axis=0), memory, model.initial_decoder_state(flat))
+    # The results of every sentence, written when it leaves the batch and at the end.
+    results = (tf.zeros([batch, k]), tf.zeros([batch, k], tf.int32),
+               tf.zeros([batch, k, width], tf.int32))
 
-    def cond(t, previous, finished, lengths, scores, sequences, state):
-        return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(finished)))
+    def store(results, sentences):
+        index = sentences[0][:, tf.newaxis]
+        return tuple(tf.tensor_scatter_nd_update(result, index, value)
+                     for result, value in zip(results, sentences[1:]))
 
-    def body(t, previous, finished, lengths, scores, sequences, state):
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state, memory, t)
+    def cond(t, sentences, beams, results):
+        return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(beams[1])))
+
+    def body(t, sentences, beams, results):
+        index, scores, lengths, sequences = sentences
+        previous, finished, limits, encoded, memory, state = beams
+        running = tf.shape(index)[0]
+        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state,
+                                           memory or None, t)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
         # A finished beam continues with PAD at log-probability 0 and nothing else.
         pad_only = tf.where(tf.equal(tf.range(vocab), PAD_ID), 0.0, -1e9)
         log_probs = tf.where(finished[:, tf.newaxis], pad_only[tf.newaxis], log_probs)
-        candidates = tf.reshape(scores, [flat, 1]) + log_probs
-        candidates = tf.reshape(candidates, [batch, k * vocab])
+        candidates = tf.reshape(scores, [running * k, 1]) + log_probs
+        candidates = tf.reshape(candidates, [running, k * vocab])
         scores, best = tf.math.top_k(candidates, k=k)
         parents = best // vocab
         chosen = best % vocab
-        flat_parents = tf.reshape(parents + tf.range(batch)[:, tf.newaxis] * k, [flat])
+        flat_parents = tf.reshape(parents + tf.range(running)[:, tf.newaxis] * k, [running * k])
         state = [tf.gather(queue, flat_parents) for queue in state]
         finished = tf.gather(finished, flat_parents)
-        lengths = tf.gather(lengths, flat_parents)
+        lengths = tf.gather(lengths, parents, batch_dims=1)
         sequences = tf.gather(sequences, parents, batch_dims=1)
         sequences = tf.where(tf.equal(positions, t)[tf.newaxis, tf.newaxis],
                              chosen[..., tf.newaxis], sequences)
-        chosen = tf.reshape(chosen, [flat])
-        lengths = lengths + tf.cast(tf.logical_not(finished), tf.int32)
+        lengths = lengths + tf.cast(tf.logical_not(tf.reshape(finished, [running, k])), tf.int32)
+        chosen = tf.reshape(chosen, [running * k])
         finished = finished | tf.equal(chosen, EOS_ID) | (t + 1 >= limits)
-        return t + 1, chosen, finished, lengths, scores, sequences, state
+        sentences = (index, scores, lengths, sequences)
+        beams = (chosen, finished, limits, encoded, memory, state)
+        if compact:
+            done = tf.reduce_all(tf.reshape(finished, [running, k]), axis=1)
 
-    length, _, _, lengths, scores, sequences, _ = tf.while_loop(
-        cond, body,
-        (tf.constant(0), tf.fill([flat], BOS_ID), tf.zeros([flat], tf.bool),
-         tf.zeros([flat], tf.int32), scores, sequences, state))
-    normalized = scores / _length_penalty(tf.reshape(lengths, [batch, k]), length_alpha)
-    best = tf.argmax(normalized, axis=1, output_type=tf.int32)
-    output = tf.gather(sequences, best, batch_dims=1)
+            def leave():
+                kept = tf.where(tf.logical_not(done))[:, 0]
+                kept_beams = tf.reshape(kept[:, tf.newaxis] * k + tf.range(k, dtype=kept.dtype),
+                                        [-1])
+                return (store(results, _take(sentences, tf.where(done)[:, 0])),
+                        _take(sentences, kept), _take(beams, kept_beams))
+
+            results, sentences, beams = tf.cond(tf.reduce_any(done), leave,
+                                                 lambda: (results, sentences, beams))
+        return t + 1, sentences, beams, results
+
+    def invariants(structure):
+        return _free_rows(structure) if compact else tf.nest.map_structure(
+            lambda x: x.shape, structure)
+
+    length, sentences, _, results = tf.while_loop(
+        cond, body, (tf.constant(0), sentences, beams, results),
+        shape_invariants=(tf.TensorShape([]), invariants(sentences), invariants(beams),
+                          tf.nest.map_structure(lambda x: x.shape, results)))
+    scores, lengths, sequences = store(results, sentences)
     if capacity is None:
-        output = output[:, :length]
+        sequences = sequences[:, :, :length]
+    if return_beams:
+        return sequences, scores, lengths
+    best = best_beam(scores, lengths, length_alpha)
+    output = tf.gather(sequences, best, batch_dims=1)
     if return_scores:
         return output, tf.gather(scores, best, batch_dims=1)
     return output

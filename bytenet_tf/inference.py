@@ -86,6 +86,45 @@ class Translator(tf.Module):
         return translate_list(self.translate, sources)
 
 
+class BeamCandidates:
+    """Every final beam of a beam search, for choosing the length penalty afterwards.
+
+    The beams do not depend on the length penalty (`decoding.beam_search_decode`), so one
+    search gives what `Translator(model, beam_size, length_alpha)` returns for every
+    `length_alpha`: `choose(candidates, length_alpha)`.
+
+    Args:
+        model: a `ByteNet`.
+        beam_size: int >= 1.
+    """
+
+    def __init__(self, model, beam_size):
+        self.model = model
+        self.beam_size = beam_size
+        self._search = tf.function(lambda ids: decoding.beam_search_decode(
+            model, ids, beam_size=beam_size, return_beams=True))
+
+    def __call__(self, sources):
+        """A list of bytes in; per source `(hypotheses, scores, lengths)`: a list of
+        `beam_size` bytes, and float32 and int32 arrays `(beam_size,)`."""
+        ids = source_ids(tf.constant(sources, tf.string), self.model.max_length)
+        sequences, scores, lengths = self._search(ids)
+        texts = vocabulary.decode(tf.reshape(sequences, [-1, tf.shape(sequences)[2]])).numpy()
+        texts = texts.reshape(len(sources), self.beam_size)
+        return [(list(row), s, n) for row, s, n in zip(texts, scores.numpy(), lengths.numpy())]
+
+    @staticmethod
+    def choose(candidates, length_alpha):
+        """The translations at `length_alpha`: a list of bytes, one per source of `candidates`
+        (what `__call__` returned)."""
+        if not candidates:
+            return []
+        scores = np.stack([scores for _, scores, _ in candidates])
+        lengths = np.stack([lengths for _, _, lengths in candidates])
+        best = decoding.best_beam(scores, lengths, length_alpha).numpy()
+        return [hypotheses[index] for (hypotheses, _, _), index in zip(candidates, best)]
+
+
 def translate_list(signature, sources):
     """`sources` (list of bytes) through a translate signature, as a list of bytes.
 

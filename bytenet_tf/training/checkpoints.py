@@ -87,8 +87,8 @@ def run_checkpoint(model, optimizer, step, clock, stream, checkpoint_path=None, 
         a `tf.train.Checkpoint` over everything above, for a `tf.train.CheckpointManager`.
     """
     parts = dict(model=model, model_variables=model_variables(model), optimizer=optimizer,
-                 step=step, train_seconds=clock.seconds, dropout_seeds=_dropout_seeds(model),
-                 **stream.trackables())
+                 step=step, train_seconds=clock.seconds, finish_reserve=clock.reserve,
+                 dropout_seeds=_dropout_seeds(model), **stream.trackables())
     checkpoint = tf.train.Checkpoint(**parts, **({"ema": average} if average else {}))
     if checkpoint_path:
         holds_average = any(name.startswith("ema/")

@@ -102,10 +102,13 @@ class TrainConfig:
                                  "time. The iterator state in each checkpoint holds the buffer.")
     train_steps: int = option(None, "Total training steps.")
     time_budget_seconds: float = option(
-        None, "Stop (and checkpoint) once training has taken this many seconds in total, even "
-        "before train_steps; 0 for no limit. Time of earlier runs in the same model_dir counts, "
-        "so an interrupted run resumed with the same flags stops at the same budget. "
-        "schedule=cosine ends its decay when the budget is spent.")
+        None, "Wall-clock seconds for the whole run, from the first training step to the "
+        "written export: training, periodic validation, the choice of the weights and of the "
+        "length penalty, and the export (start-up before training is not counted); 0 for no "
+        "limit. Training stops early enough to leave the end the time that measured decoding "
+        "speed says it needs (before train_steps if need be), and schedule=cosine ends its "
+        "decay there. Time of earlier runs in the same model_dir counts, so an interrupted run "
+        "resumed with the same flags keeps to the same budget.")
     learning_rate: float = option(None, "Peak learning rate (Adam, after a linear warm-up).")
     label_smoothing: float = option(
         None, "Label smoothing of the training objective: the target gives 1 - e to the true "

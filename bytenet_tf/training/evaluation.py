@@ -38,11 +38,18 @@ def validate(translate_fn, sources, references, progress=False):
     """
     hypotheses = inference.translate_batches(translate_fn, sources, batch_size=64,
                                              progress=progress, description="validate")
+    return score_translations(sources, hypotheses, references,
+                              getattr(translate_fn, "output_bound", None)), hypotheses
+
+
+def score_translations(sources, hypotheses, references, output_bound=None):
+    """`scoring.score` with its `bleu_caveat`, and `reached_bound` when `output_bound` is
+    given (see `reached_bound`)."""
     scores = scoring.score(hypotheses, references)
     scores["bleu_caveat"] = scoring.bleu_caveat(references)
-    if hasattr(translate_fn, "output_bound"):
-        scores["reached_bound"] = reached_bound(sources, hypotheses, translate_fn.output_bound)
-    return scores, hypotheses
+    if output_bound is not None:
+        scores["reached_bound"] = reached_bound(sources, hypotheses, output_bound)
+    return scores
 
 
 def masked_cross_entropy(labels, logits):

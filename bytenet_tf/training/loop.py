@@ -29,7 +29,7 @@ def summaries(writer, step, values, metrics_path=None):
 
 
 def train_loop(config, model, optimizer, step, clock, train_step, stream, manager, writer, chief,
-               translate_fn, best):
+               translate_fn, best, plan):
     """Trains from `step` to `train_steps` or the end of the time budget, and checkpoints.
 
     Logs every `log_every` steps (TensorBoard and, on the chief, `metrics.jsonl`), validates
@@ -47,6 +47,8 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
         chief: bool, whether this process writes summaries and validates.
         translate_fn: the `Translator` that validation uses.
         best: a `BestCheckpoint`.
+        plan: the run's `finish.EndPlan`: each validation's seconds re-plan what the clock keeps
+            for the end of the run.
 
     Returns:
         dict: the last `loss` and `byte_accuracy`, and `valid` and `valid_step` when it
@@ -58,7 +60,6 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
     start = int(step.numpy())
     last = {"loss": float("nan"), "byte_accuracy": float("nan")}
     window_bytes, window_start = 0.0, time.perf_counter()
-    clock.start()
     metrics_path = os.path.join(config.model_dir, "metrics.jsonl") if chief else None
     bar = tqdm(total=config.train_steps, initial=start, desc="train", unit="step",
                file=sys.stderr, disable=not (config.progress and chief), dynamic_ncols=True)
@@ -93,15 +94,17 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
                 summaries(writer, current, values, metrics_path)
             window_bytes, window_start = 0.0, time.perf_counter()
         if chief and config.eval_every and current % config.eval_every == 0:
-            last["valid"] = validate_and_log(config, translate_fn, writer, current)
+            last["valid"] = validate_and_log(config, translate_fn, writer, current, plan)
+            clock.plan(plan.seconds())
             last["valid_step"] = current
             best.offer(last["valid"], current)
         clock.tick()
         if current % config.checkpoint_every == 0:
             manager.save(checkpoint_number=current)
         if clock.spent():
-            logging.info("Time budget of %.0f s reached at step %d.", config.time_budget_seconds,
-                         current)
+            logging.info("Training's part of the %.0f s time budget reached at step %d; %.0f s "
+                         "are kept for validation, selection and export.",
+                         config.time_budget_seconds, current, float(clock.reserve.numpy()))
             break
     bar.close()
     final = int(step.numpy())
@@ -112,9 +115,13 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
     return last
 
 
-def validate_and_log(config, translate_fn, writer, current):
-    """`evaluation.validation_scores`, written to TensorBoard, `metrics.jsonl` and the log."""
+def validate_and_log(config, translate_fn, writer, current, plan=None):
+    """`evaluation.validation_scores`, written to TensorBoard, `metrics.jsonl` and the log; its
+    seconds go to `plan` (a `finish.EndPlan`) when one is given."""
+    start = time.perf_counter()
     results = evaluation.validation_scores(config, translate_fn)
+    if plan is not None:
+        plan.measured_validation(time.perf_counter() - start)
     summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
                                  "valid_exact_match": results["exact_match"],
                                  "valid_reached_bound": results.get("reached_bound", 0.0)},

@@ -112,23 +112,44 @@ def make_schedule(config, progress=None):
 
 
 class BudgetClock:
-    """Training time over every run in a `model_dir`, and the share of the budget it is.
+    """The wall-clock budget of a `model_dir`'s runs: training, then the end of the run.
 
-    `seconds` (float64, checkpointed) is the training time of the earlier runs plus this one's;
-    `progress` (float32, not checkpointed) is `seconds / budget`, which the cosine schedule
-    reads.
+    The budget covers the training loop (periodic validation included) and the end of the run
+    (validation, the choice of the weights and of the length penalty, the export). A `reserve`
+    for the end, planned from measured decoding speed (`plan`), is kept from training: the loop
+    stops, and the cosine schedule ends its decay, at `budget - reserve`.
+
+    `seconds` (float64, checkpointed) is the time of the earlier runs plus this one's; `reserve`
+    (float64, checkpointed) the seconds kept for the end; `progress` (float32, not
+    checkpointed) is `seconds / (budget - reserve)`, which the cosine schedule reads.
 
     Args:
         budget: float, the time budget in seconds; 0 or None for none.
+        reserve: float, the seconds kept for the end until `plan` measures better.
     """
 
-    def __init__(self, budget):
+    # The end of a run may take at most this share of the budget.
+    MAX_RESERVE_SHARE = 0.5
+
+    def __init__(self, budget, reserve=0.0):
         self.budget = budget
         self.seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="train_seconds")
+        self.reserve = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="finish_reserve")
         self.progress = tf.Variable(0.0, dtype=tf.float32, trainable=False,
                                     name="budget_progress")
+        self.plan(reserve)
         self._base = 0.0
         self._start = None
+
+    def plan(self, reserve):
+        """Keeps `reserve` seconds (at most `MAX_RESERVE_SHARE` of the budget) for the end."""
+        if self.budget:
+            self.reserve.assign(min(max(reserve, 0.0), self.MAX_RESERVE_SHARE * self.budget))
+
+    @property
+    def training_budget(self):
+        """The seconds that training may take: the budget less the reserve (0: no limit)."""
+        return self.budget - float(self.reserve.numpy()) if self.budget else 0.0
 
     def start(self):
         """Starts counting from the checkpointed `seconds`."""
@@ -140,9 +161,16 @@ class BudgetClock:
         seconds = self._base + time.perf_counter() - self._start
         self.seconds.assign(seconds)
         if self.budget:
-            self.progress.assign(min(seconds / self.budget, 1.0))
+            self.progress.assign(min(seconds / self.training_budget, 1.0))
         return seconds
 
     def spent(self):
-        """Whether the budget is spent (never without one)."""
-        return bool(self.budget) and float(self.seconds.numpy()) >= self.budget
+        """Whether the training part of the budget is spent (never without a budget)."""
+        return bool(self.budget) and float(self.seconds.numpy()) >= self.training_budget
+
+    def remaining(self):
+        """Seconds left of the whole budget, now (infinite without one)."""
+        if not self.budget:
+            return float("inf")
+        return self.budget - (self.tick() if self._start is not None
+                              else float(self.seconds.numpy()))

@@ -16,6 +16,7 @@ from absl import logging
 from bytenet_tf import inference
 from bytenet_tf.training import checkpoints, evaluation
 from bytenet_tf.training.config import LENGTH_PENALTY_GRID
+from pipelines import datasets
 
 
 def selection_metric(config):
@@ -59,17 +60,31 @@ class BestCheckpoint:
         return os.path.join(self.directory, os.path.basename(self.record["path"]))
 
 
-def select_weights(config, model, translate_fn, manager, best, last_scores, average=None):
+def select_weights(config, model, translate_fn, manager, best, last_scores, average=None,
+                   affordable=None, validate=None):
     """Loads the best of: the last weights, the mean of the last checkpoints, the best
     validated checkpoint and, with `average` (an `ema.WeightAverage`), the moving average of
     the weights (by `select_by` on the validation set).
 
+    Args:
+        config: a resolved `TrainConfig`.
+        model, translate_fn, manager, best: the run's.
+        last_scores: the validation scores of the last weights.
+        average: the run's `ema.WeightAverage`, or None.
+        affordable: optional callable, whether the time budget holds one more validation; a
+            candidate it refuses is left out (`skipped` in its entry).
+        validate: optional callable, the validation scores of the model's weights
+            (default `evaluation.validation_scores`).
+
     Returns:
-        dict `{chosen, candidates: {name: {step(s), bleu, chrf}}}`.
+        `(selection, scores)`: the dict `{chosen, metric, candidates: {name: {step(s), bleu,
+        chrf}}}`, and the full validation scores of the chosen weights.
     """
     metric = selection_metric(config)
+    validate = validate or (lambda: evaluation.validation_scores(config, translate_fn))
     last = checkpoints.weights(model)
     candidates = {"last": {"bleu": last_scores["bleu"], "chrf": last_scores["chrf"]}}
+    scored = {"last": last_scores}
     loaders = {"last": lambda: checkpoints.set_weights(model, last)}
     paths = manager.checkpoints[-config.average_last:] if config.average_last > 1 else []
     if len(paths) > 1:
@@ -84,37 +99,47 @@ def select_weights(config, model, translate_fn, manager, best, last_scores, aver
         loaders["ema"] = average.assign_to_model
         candidates["ema"] = {"decay": average.decay, "updates": int(average.updates.numpy())}
     if config.select_by == "last" or len(loaders) == 1:
-        return {"chosen": "last", "metric": metric, "candidates": candidates}
+        return {"chosen": "last", "metric": metric, "candidates": candidates}, last_scores
     for name, load in loaders.items():
         if name == "last":
             continue
+        if affordable is not None and not affordable():
+            candidates[name]["skipped"] = "time budget"
+            logging.warning("Candidate %s left out: the time budget cannot hold its "
+                            "validation.", name)
+            continue
         load()
-        scores = evaluation.validation_scores(config, translate_fn)
-        candidates[name].update(bleu=scores["bleu"], chrf=scores["chrf"])
-        logging.info("Candidate %s: validation BLEU %.2f, chrF %.2f", name, scores["bleu"],
-                     scores["chrf"])
-    chosen = max(candidates, key=lambda name: candidates[name][metric])
+        scored[name] = validate()
+        candidates[name].update(bleu=scored[name]["bleu"], chrf=scored[name]["chrf"])
+        logging.info("Candidate %s: validation BLEU %.2f, chrF %.2f", name,
+                     scored[name]["bleu"], scored[name]["chrf"])
+    chosen = max(scored, key=lambda name: scored[name][metric])
     loaders[chosen]()
     logging.info("Exporting the %s weights (best validation %s).", chosen, metric)
-    return {"chosen": chosen, "metric": metric, "candidates": candidates}
+    return {"chosen": chosen, "metric": metric, "candidates": candidates}, scored[chosen]
 
 
 def tune_length_penalty(config, model, grid=None):
     """Beam search's length-normalization exponent that scores best on the validation set.
 
-    Tries each value of `grid` (default `config.LENGTH_PENALTY_GRID`) with `config.beam_size`.
+    One beam search (`config.beam_size`) of the validation set gives every final beam; each
+    value of `grid` (default `config.LENGTH_PENALTY_GRID`) then chooses among them, as a
+    `Translator` with that `length_alpha` would.
 
     Returns:
         `(best_alpha, {alpha: {bleu, chrf, reached_bound}})`.
     """
     metric = selection_metric(config)
+    sources, references = datasets.take_pairs(config.data, "validation", config.valid_size)
+    candidates = inference.translate_batches(
+        inference.BeamCandidates(model, config.beam_size), sources, batch_size=64,
+        progress=config.progress, description=f"beam {config.beam_size}")
+    bound = inference.Translator(model).output_bound
     results = {}
     for alpha in grid or LENGTH_PENALTY_GRID:
-        translator = inference.Translator(model, beam_size=config.beam_size, length_alpha=alpha)
-        scores = evaluation.validation_scores(config, translator)
+        hypotheses = inference.BeamCandidates.choose(candidates, alpha)
+        scores = evaluation.score_translations(sources, hypotheses, references, bound)
         results[alpha] = {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
         logging.info("Beam %d, length penalty %.2f: validation BLEU %.2f, chrF %.2f",
                      config.beam_size, alpha, scores["bleu"], scores["chrf"])
     return max(results, key=lambda alpha: results[alpha][metric]), results
-
-

@@ -9,7 +9,8 @@ It reads as the run does:
       -> build the model and optimizer, refuse a model_dir that holds another model
       -> the training stream (`stream`), restore the checkpoint (`checkpoints`)
       -> the loop (`loop`: steps, logs, validation, checkpoints)
-      -> choose the weights and the length penalty (`selection`), export (`bytenet_tf.export`)
+      -> choose the weights and the length penalty (`selection`), export (`finish`), inside
+         the time budget (`BudgetClock` keeps what `EndPlan` says the end takes)
 
 One custom training loop serves every strategy (`strategy.run` per step, `step`): Keras 3.15's
 `model.fit` fails under MultiWorkerMirroredStrategy.
@@ -24,10 +25,11 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from bytenet_tf import decoding, export, inference, ops, zoo
-from bytenet_tf.training import checkpoints, devices, evaluation, loop, selection
+from bytenet_tf import inference, ops, zoo
+from bytenet_tf.training import checkpoints, devices, loop, selection
 from bytenet_tf.training.config import model_overrides, resolve
 from bytenet_tf.training.ema import WeightAverage
+from bytenet_tf.training.finish import INITIAL_RESERVE_SHARE, EndPlan, finish
 from bytenet_tf.training.optimizer import make_optimizer
 from bytenet_tf.training.schedule import BudgetClock
 from bytenet_tf.training.step import make_train_step
@@ -57,7 +59,8 @@ def _build(config, policy, ops_policy):
                                 **model_overrides(config))
     except ValueError as error:
         raise ConfigError(f"The options do not make a {config.model}: {error}") from error
-    clock = BudgetClock(config.time_budget_seconds)
+    budget = config.time_budget_seconds or 0.0
+    clock = BudgetClock(budget, INITIAL_RESERVE_SHARE * budget)
     optimizer = make_optimizer(config, policy, clock.progress)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -147,11 +150,13 @@ def train_and_evaluate(config, prepare_model=None):
     started = time.perf_counter()
     # One traced decoder per run: each new tf.function would trace the decoding loop again.
     translate_fn = inference.Translator(model)
+    plan = EndPlan(config, average is not None)
+    clock.start()
     if int(step.numpy()) < config.train_steps and not clock.spent():
         train_step = make_train_step(strategy, model, optimizer, step, config.label_smoothing,
                                      average)
         last = loop.train_loop(config, model, optimizer, step, clock, train_step, stream,
-                               manager, writer, chief, translate_fn, best)
+                               manager, writer, chief, translate_fn, best, plan)
     else:
         logging.info("Step %d of train_steps=%d, %.0f s of time_budget_seconds=%g: this run is "
                      "finished; not training again.", int(step.numpy()), config.train_steps,
@@ -163,47 +168,12 @@ def train_and_evaluate(config, prepare_model=None):
                "total_train_seconds": float(clock.seconds.numpy()), "precision": policy,
                "ops_policy": ops_policy, "data": stream.summary(), "valid": None,
                "selection": None, "length_penalty": None, "exact_match_by_length": None,
-               "export_path": None}
+               "export_path": None, "budget": None}
     if chief:
         validated = last.get("valid") if last.get("valid_step") == results["step"] else None
-        _finish(config, model, translate_fn, manager, best, writer, results, validated, average)
+        finish(config, model, translate_fn, manager, best, writer, results, clock, plan,
+               validated, average)
         with open(os.path.join(config.model_dir, "results.json"), "w") as f:
             json.dump(results, f, indent=2)
     return results
 
-
-def _finish(config, model, translate_fn, manager, best, writer, results, validated=None,
-            average=None):
-    """The chief's end of a run: validate, choose the weights and the length penalty, export.
-
-    Fills `valid` (of the exported weights, greedy), `selection`, `length_penalty`,
-    `exact_match_by_length` and `export_path` of `results`, and records the length penalty in
-    `config.json`. `validated`: the scores of the last weights when the loop has just
-    validated them.
-    """
-    last_scores = validated or loop.validate_and_log(config, translate_fn, writer, results["step"])
-    results["selection"] = selection.select_weights(config, model, translate_fn, manager, best,
-                                                    last_scores, average)
-    chosen = results["selection"]["chosen"]
-    results["valid"] = last_scores if chosen == "last" else evaluation.validation_scores(
-        config, translate_fn)
-    if config.data.dataset == "digits":
-        results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
-            config, translate_fn)
-    alpha, tried = config.length_penalty, None
-    if config.beam_size > 1 and alpha is None and config.export:
-        alpha, tried = selection.tune_length_penalty(config, model)
-    alpha = decoding.DEFAULT_LENGTH_PENALTY if alpha is None else alpha
-    results["length_penalty"] = {"value": alpha, "tuned_on_validation": tried}
-    config_path = os.path.join(config.model_dir, "config.json")
-    with open(config_path) as f:
-        stored = json.load(f)
-    stored.update(effective_length_penalty=alpha, length_penalty_scores=tried,
-                  exported_weights=chosen)
-    with open(config_path, "w") as f:
-        json.dump(stored, f, indent=2, default=str)
-    if config.export:
-        results["export_path"] = export.export_saved_model(
-            model, config.export_dir, beam_size=config.beam_size, length_alpha=alpha,
-            jit_compile=config.jit_compile_decode)
-        logging.info("SavedModel: %s", results["export_path"])

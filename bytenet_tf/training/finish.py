@@ -1,0 +1,133 @@
+"""The end of a run, inside its time budget: validate, choose the weights and the length
+penalty, export.
+
+`EndPlan` says how long the end takes, from the measured seconds of a greedy validation; the
+training loop keeps that much of the budget (`BudgetClock.plan`). `finish` then runs the end
+and leaves out what the rest of the budget cannot hold (a selection candidate, the length
+penalty's search), saying so in the log and in `results.json`.
+"""
+
+import json
+import os
+import time
+
+from absl import logging
+
+from bytenet_tf import decoding, export
+from bytenet_tf.training import evaluation, loop, selection
+
+# The seconds of a beam search of the validation set per beam, as a share of a greedy one's.
+# Measured: text recipe, 200 newstest2013 sentences, beam 4 against greedy (see
+# docs/results.md, "Speed"); `EndPlan` uses it until the run has measured its own.
+BEAM_COST_PER_BEAM = 0.6
+# Writing the SavedModel of the text recipe's model with a beam (traced and saved), seconds.
+EXPORT_SECONDS = 20.0
+# What the end is planned to take before any validation was measured, as a share of the budget.
+INITIAL_RESERVE_SHARE = 0.05
+
+
+class EndPlan:
+    """The seconds the end of a run takes: its greedy validations, the beam search of the
+    length penalty and the export.
+
+    Args:
+        config: a resolved `TrainConfig`.
+        average: whether the run keeps a moving average of the weights (one more candidate).
+    """
+
+    def __init__(self, config, average=False):
+        self.config = config
+        # Greedy validations at the end: the last weights (when the loop has not just validated
+        # them) and every candidate of `selection.select_weights` besides them.
+        self.validations = 1
+        if config.select_by != "last":
+            self.validations += (config.average_last > 1) + 1 + bool(average)
+        self.validation_seconds = None
+        self.beam_seconds = None
+
+    def measured_validation(self, seconds):
+        self.validation_seconds = seconds
+
+    def validation(self):
+        """The seconds of one greedy validation (0 until one was measured)."""
+        return self.validation_seconds or 0.0
+
+    def tuning(self):
+        """The seconds of the length penalty's beam search (0 when there is none)."""
+        config = self.config
+        if config.beam_size == 1 or config.length_penalty is not None or not config.export:
+            return 0.0
+        return self.beam_seconds or self.validation() * BEAM_COST_PER_BEAM * config.beam_size
+
+    def export(self):
+        return EXPORT_SECONDS if self.config.export else 0.0
+
+    def seconds(self):
+        """The whole end, as planned now."""
+        return self.validations * self.validation() + self.tuning() + self.export()
+
+
+def timed_validation(config, translate_fn, plan):
+    """`evaluation.validation_scores`, with its seconds given to `plan`."""
+    start = time.perf_counter()
+    scores = evaluation.validation_scores(config, translate_fn)
+    plan.measured_validation(time.perf_counter() - start)
+    return scores
+
+
+def finish(config, model, translate_fn, manager, best, writer, results, clock, plan,
+           validated=None, average=None):
+    """The chief's end of a run: validate, choose the weights and the length penalty, export.
+
+    Fills `valid` (of the exported weights, greedy), `selection`, `length_penalty`,
+    `exact_match_by_length`, `export_path` and `budget` of `results`, and records the length
+    penalty in `config.json`. `validated`: the scores of the last weights when the loop has
+    just validated them. With a time budget, a selection candidate or the length penalty's
+    search is left out when the rest of the budget cannot hold it (and the export).
+    """
+    last_scores = validated or loop.validate_and_log(config, translate_fn, writer,
+                                                     results["step"], plan)
+
+    def affordable(seconds):
+        return clock.remaining() >= seconds + plan.tuning() + plan.export()
+
+    results["selection"], results["valid"] = selection.select_weights(
+        config, model, translate_fn, manager, best, last_scores, average,
+        affordable=lambda: affordable(plan.validation()),
+        validate=lambda: timed_validation(config, translate_fn, plan))
+    if config.data.dataset == "digits":
+        results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
+            config, translate_fn)
+    alpha, tried = config.length_penalty, None
+    if plan.tuning():
+        if clock.remaining() >= plan.tuning() + plan.export():
+            start = time.perf_counter()
+            alpha, tried = selection.tune_length_penalty(config, model)
+            plan.beam_seconds = time.perf_counter() - start
+        else:
+            logging.warning("The time budget leaves %.0f s, too few for the length penalty's "
+                            "beam search (about %.0f s) and the export: exporting with the "
+                            "default length penalty %.2f.", clock.remaining(), plan.tuning(),
+                            decoding.DEFAULT_LENGTH_PENALTY)
+    alpha = decoding.DEFAULT_LENGTH_PENALTY if alpha is None else alpha
+    results["length_penalty"] = {"value": alpha, "tuned_on_validation": tried}
+    config_path = os.path.join(config.model_dir, "config.json")
+    with open(config_path) as f:
+        stored = json.load(f)
+    stored.update(effective_length_penalty=alpha, length_penalty_scores=tried,
+                  exported_weights=results["selection"]["chosen"])
+    with open(config_path, "w") as f:
+        json.dump(stored, f, indent=2, default=str)
+    if config.export:
+        results["export_path"] = export.export_saved_model(
+            model, config.export_dir, beam_size=config.beam_size, length_alpha=alpha,
+            jit_compile=config.jit_compile_decode)
+        logging.info("SavedModel: %s", results["export_path"])
+    seconds = clock.tick() if clock.budget else None
+    results["budget"] = {"time_budget_seconds": clock.budget, "seconds": seconds,
+                         "reserved_for_the_end": float(clock.reserve.numpy()),
+                         "validation_seconds": plan.validation_seconds,
+                         "beam_search_seconds": plan.beam_seconds}
+    if clock.budget:
+        logging.info("Time budget: %.0f s of %.0f s spent, the end included (%.0f s were kept "
+                     "for it).", seconds, clock.budget, float(clock.reserve.numpy()))
