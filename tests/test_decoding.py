@@ -77,6 +77,72 @@ class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
         self.assertAllEqual(ids, tf.fill([3, 1], byte_codec.EOS_ID))
 
 
+def _early_stopping_model(name, seed=3):
+    """A small model whose rows emit EOS at different steps: EOS's bias is raised until it is
+    the greedy choice at about one position in ten."""
+    model = bytenet_tf.build_model(name, hidden_size=24, num_stacks=1, dropout_rate=0.0,
+                                   seed=seed)
+    source = tf.constant(byte_codec.frame_batch(synthetic_lines(16, 7, 40)))
+    _, logits = decoding.greedy_decode(model, source, max_output_length=30, ignore_eos=True,
+                                       return_logits=True)
+    logits = logits.numpy().reshape(-1, byte_codec.VOCAB_SIZE)
+    others = np.delete(logits, byte_codec.EOS_ID, axis=1).max(axis=1)
+    bias = np.zeros(byte_codec.VOCAB_SIZE, np.float32)
+    bias[byte_codec.EOS_ID] = np.quantile(others - logits[:, byte_codec.EOS_ID], 0.1)
+    model.output_projection.bias.assign(model.output_projection.bias.numpy() + bias)
+    return model
+
+
+class CompactionTest(parameterized.TestCase, tf.test.TestCase):
+    """Finished rows leave the batch: the outputs stay those of decoding every row to the end."""
+
+    @parameterized.named_parameters(*MODELS)
+    def test_greedy_equals_the_naive_decoder_when_rows_stop_at_different_steps(self, name):
+        model = _early_stopping_model(name)
+        source = tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(11, 3, 40)))
+        compact = tf.function(lambda s: decoding.greedy_decode(model, s, max_output_length=40))
+        naive = tf.function(lambda s: decoding.naive_greedy_decode(model, s,
+                                                                   max_output_length=40))
+        compact_ids, naive_ids = compact(source).numpy(), naive(source).numpy()
+        lengths = (compact_ids != byte_codec.PAD_ID).sum(1)
+        self.assertGreater(len(set(lengths)), 3, "rows should finish at different steps")
+        self.assertAllEqual(compact_ids, naive_ids)
+
+    def test_beam_search_equals_the_static_loop(self):
+        # `capacity` keeps every sentence in the batch to the end (the XLA path).
+        for name in ("bytenet_selu", "bytenet_small", "bytenet_selu_attention"):
+            with self.subTest(model=name):
+                model = _early_stopping_model(name)
+                source = tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(11, 4, 40)))
+                ids, scores = decoding.beam_search_decode(
+                    model, source, beam_size=4, max_output_length=30, return_scores=True)
+                static, static_scores = decoding.beam_search_decode(
+                    model, source, beam_size=4, max_output_length=30, return_scores=True,
+                    capacity=30)
+                self.assertAllEqual(ids, static[:, :ids.shape[1]])
+                self.assertAllEqual(static[:, ids.shape[1]:],
+                                    tf.zeros_like(static[:, ids.shape[1]:]))
+                self.assertAllClose(scores, static_scores, atol=1e-5)
+
+    def test_every_beam_serves_every_length_penalty(self):
+        model = _early_stopping_model("bytenet_selu", seed=5)
+        source = tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(15, 3, 30)))
+        beams, scores, lengths = decoding.beam_search_decode(
+            model, source, beam_size=4, max_output_length=20, return_beams=True)
+        self.assertEqual(beams.shape[:2], [16, 4])
+        # Each beam's length counts its bytes up to and including EOS.
+        self.assertAllEqual(lengths, tf.reduce_sum(
+            tf.cast(tf.not_equal(beams, byte_codec.PAD_ID), tf.int32), axis=-1))
+        chosen_differ = False
+        for alpha in (0.0, 0.6, 2.0):
+            ids = decoding.beam_search_decode(model, source, beam_size=4, length_alpha=alpha,
+                                              max_output_length=20)
+            best = decoding.best_beam(scores, lengths, alpha)
+            self.assertAllEqual(tf.gather(beams, best, batch_dims=1)[:, :ids.shape[1]], ids)
+            chosen_differ |= bool(tf.reduce_any(best != decoding.best_beam(scores, lengths, 0.0)))
+        self.assertTrue(chosen_differ, "the penalties chose the same beams everywhere")
+
+
 class BeamSearchTest(tf.test.TestCase):
 
     def test_beam_of_one_equals_greedy(self):
@@ -107,6 +173,8 @@ class BeamSearchTest(tf.test.TestCase):
         # EOS likely enough that beams end at different lengths: with these 16 sources, models
         # of seeds 0-11 each change 2-16 choices.
         bias[byte_codec.EOS_ID] = 1.0
+        # PAD and BOS never follow a byte in training data; an untrained model may pick them.
+        bias[[byte_codec.PAD_ID, byte_codec.BOS_ID]] = -30.0
         model.output_projection.bias.assign(bias)
         source = tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(15, 3, 30)))
         results = {}

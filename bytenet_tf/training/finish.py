@@ -16,12 +16,20 @@ from absl import logging
 from bytenet_tf import decoding, export
 from bytenet_tf.training import evaluation, loop, selection
 
-# The seconds of a beam search of the validation set per beam, as a share of a greedy one's.
-# Measured: text recipe, 200 newstest2013 sentences, beam 4 against greedy (see
-# docs/results.md, "Speed"); `EndPlan` uses it until the run has measured its own.
-BEAM_COST_PER_BEAM = 0.6
-# Writing the SavedModel of the text recipe's model with a beam (traced and saved), seconds.
-EXPORT_SECONDS = 20.0
+# The seconds of a beam search of the validation set per beam, as a share of a greedy one's:
+# 30.4 s against 8.6 s for beam 4 on 200 newstest2013 sentences at the end of a 30-minute text
+# recipe run (docs/results.md, "The time budget in wall-clock time"). `EndPlan` uses it until
+# the run has measured its own.
+BEAM_COST_PER_BEAM = 0.9
+# Writing the SavedModel with a beam: a fixed part, and tracing the decoder, which grows with
+# the blocks. Measured on a 2-core AMD EPYC Zen 4: 6.5 s for the text recipe's 30 blocks in
+# that run, 5.8-6.3 s alone, and 2.4-4.3 s for a model of 10 blocks at hidden 16.
+EXPORT_SECONDS = 3.5
+EXPORT_SECONDS_PER_BLOCK = 0.1
+# The plan's allowance for what it does not time: a share (loading each candidate's weights)
+# and seconds (the last checkpoint, config.json: 1.8 s in that run).
+MARGIN = 1.15
+OVERHEAD_SECONDS = 2.0
 # What the end is planned to take before any validation was measured, as a share of the budget.
 INITIAL_RESERVE_SHARE = 0.05
 
@@ -33,10 +41,12 @@ class EndPlan:
     Args:
         config: a resolved `TrainConfig`.
         average: whether the run keeps a moving average of the weights (one more candidate).
+        blocks: the model's residual blocks, encoder and decoder (what the export traces).
     """
 
-    def __init__(self, config, average=False):
+    def __init__(self, config, average=False, blocks=30):
         self.config = config
+        self.blocks = blocks
         # Greedy validations at the end: the last weights (when the loop has not just validated
         # them) and every candidate of `selection.select_weights` besides them.
         self.validations = 1
@@ -60,11 +70,14 @@ class EndPlan:
         return self.beam_seconds or self.validation() * BEAM_COST_PER_BEAM * config.beam_size
 
     def export(self):
-        return EXPORT_SECONDS if self.config.export else 0.0
+        if not self.config.export:
+            return 0.0
+        return EXPORT_SECONDS + EXPORT_SECONDS_PER_BLOCK * self.blocks
 
     def seconds(self):
-        """The whole end, as planned now."""
-        return self.validations * self.validation() + self.tuning() + self.export()
+        """The whole end, as planned now, with the allowance for what it does not time."""
+        timed = self.validations * self.validation() + self.tuning() + self.export()
+        return MARGIN * timed + OVERHEAD_SECONDS
 
 
 def timed_validation(config, translate_fn, plan):

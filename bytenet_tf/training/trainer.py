@@ -150,7 +150,8 @@ def train_and_evaluate(config, prepare_model=None):
     started = time.perf_counter()
     # One traced decoder per run: each new tf.function would trace the decoding loop again.
     translate_fn = inference.Translator(model)
-    plan = EndPlan(config, average is not None)
+    plan = EndPlan(config, average is not None,
+                   len(model.encoder_blocks) + len(model.decoder_blocks))
     clock.start()
     if int(step.numpy()) < config.train_steps and not clock.spent():
         train_step = make_train_step(strategy, model, optimizer, step, config.label_smoothing,

@@ -1,0 +1,115 @@
+"""What a user of bytenet-evaluate feels: sentences/s and target bytes/s of exported
+translators on captions and news, and their share of the analytic FLOP bound.
+
+    python benchmarks/translate_speed.py --saved_model=A --saved_model=B [--rounds=3]
+
+Each SavedModel translates the 1000 Multi30k test2016 captions and the first `--news`
+sentences of newstest2015 (../shared/data/deen) as bytenet-evaluate does
+(`inference.translate_batches`, length-sorted batches of `--batch_size`), after one untimed
+batch. The exports are timed in turn, round after round (A B A B ...), and the median of the
+rounds is reported, with each export's speed relative to the first one's.
+
+The FLOP bound counts the matrix products that the translations need (`bytenet_tf.flops`):
+the encoder over each source, and the decoder over each output byte and its EOS, once per
+beam. Divided by the time, it is the share of the float32 matmul peak (a 4096 x 4096 matmul,
+measured in the same run) that decoding reaches; the exports compute in float32. The last line
+printed is one JSON object.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from shared_data import deen  # noqa: E402
+from train_throughput import matmul_peak  # noqa: E402
+
+from bytenet_tf import flops, inference  # noqa: E402
+from bytenet_tf.models.bytenet import ByteNet  # noqa: E402
+from pipelines.text import read_parallel_lines  # noqa: E402
+
+
+def export_options(version_dir):
+    """The export's `assets.extra/bytenet_config.json`: the model config and decoding options."""
+    with open(os.path.join(version_dir, "assets.extra", "bytenet_config.json")) as f:
+        return json.load(f)
+
+
+def flop_bound(model, beam_size, sources, outputs, max_length):
+    """FLOPs that translating `sources` into `outputs` needs: encoder, and decoder per beam."""
+    total = 0
+    for source, output in zip(sources, outputs):
+        source_length = min(len(source), max_length - 1) + 1
+        total += flops.forward_flops(model, source_length, 0, 1)
+        total += beam_size * flops.forward_flops(model, 0, len(output) + 1, 1)
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--saved_model", action="append", required=True,
+                        help="an export base or version directory; repeat to compare")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--news", type=int, default=500, help="newstest2015 sentences")
+    parser.add_argument("--captions", type=int, default=1000, help="Multi30k captions")
+    parser.add_argument("--batch_size", type=int, default=64)
+    args = parser.parse_args()
+
+    captions, _, _ = read_parallel_lines(deen("multi30k-test2016.de"),
+                                         deen("multi30k-test2016.en"))
+    news, _, _ = read_parallel_lines(deen("newstest2015.de"), deen("newstest2015.en"))
+    sets = {"captions": captions[:args.captions], "news": news[:args.news]}
+    exports = []
+    for path in args.saved_model:
+        signature, version_dir = inference.load_saved_model(path)
+        options = export_options(version_dir)
+        translate = inference.as_translate_fn(signature)
+        translate(sets["captions"][:args.batch_size])  # untimed: the first call's set-up
+        exports.append({"path": version_dir, "translate": translate, "options": options,
+                        "model": ByteNet.from_config(options["model"]),
+                        "seconds": {name: [] for name in sets}, "outputs": {}})
+    for _ in range(args.rounds):
+        for export in exports:
+            for name, sources in sets.items():
+                start = time.perf_counter()
+                outputs = inference.translate_batches(export["translate"], sources,
+                                                      args.batch_size)
+                export["seconds"][name].append(time.perf_counter() - start)
+                export["outputs"][name] = outputs
+    peak = matmul_peak(tf.float32)
+    rows = []
+    for export in exports:
+        model, beam = export["model"], export["options"]["beam_size"]
+        for name, sources in sets.items():
+            seconds = statistics.median(export["seconds"][name])
+            outputs = export["outputs"][name]
+            bound = flop_bound(model, beam, sources, outputs, model.max_length)
+            rows.append({
+                "saved_model": export["path"], "set": name, "beam_size": beam,
+                "sentences": len(sources), "seconds": round(seconds, 3),
+                "seconds_per_round": [round(s, 3) for s in export["seconds"][name]],
+                "sentences_per_s": round(len(sources) / seconds, 2),
+                "target_bytes_per_s": round(sum(map(len, outputs)) / seconds, 1),
+                "gflop_per_s": round(bound / seconds / 1e9, 2),
+                "fraction_of_float32_peak": round(bound / seconds / 1e9 / peak, 4)})
+    first = {row["set"]: row for row in rows if row["saved_model"] == exports[0]["path"]}
+    for row in rows:
+        row["speed_vs_first"] = round(row["sentences_per_s"]
+                                      / first[row["set"]]["sentences_per_s"], 3)
+        print(f"{row['saved_model']} beam {row['beam_size']}, {row['set']}: "
+              f"{row['sentences_per_s']:.1f} sentences/s, {row['target_bytes_per_s']:.0f} "
+              f"target bytes/s, {100 * row['fraction_of_float32_peak']:.1f}% of the "
+              f"{peak:.0f} GFLOP/s float32 peak, {row['speed_vs_first']:.2f}x the first")
+    print(json.dumps({"matmul_peak_gflop_per_s": round(peak, 1), "rounds": args.rounds,
+                      "batch_size": args.batch_size, "rows": rows}))
+
+
+if __name__ == "__main__":
+    main()

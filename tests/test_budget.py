@@ -1,0 +1,116 @@
+"""The time budget is wall-clock time for the whole run: training keeps a reserve for the end
+(validation, selection, the length penalty, the export), planned from measured decoding speed,
+and the end leaves out what the rest of the budget cannot hold."""
+
+import os
+from unittest import mock
+
+import tensorflow as tf
+
+from bytenet_tf import inference, zoo
+from bytenet_tf.training import evaluation, finish, schedule, selection, trainer
+from bytenet_tf.training.config import TrainConfig, resolve
+from pipelines import datasets
+from tests.test_recipe import TINY, _text_files
+
+
+class BudgetClockTest(tf.test.TestCase):
+
+    def test_training_stops_at_the_budget_less_the_reserve(self):
+        clock = schedule.BudgetClock(100.0, reserve=10.0)
+        self.assertEqual(clock.training_budget, 90.0)
+        clock.seconds.assign(45.0)
+        clock.start()
+        self.assertAllClose(clock.progress.numpy(), 0.5, atol=1e-3)
+        self.assertFalse(clock.spent())
+        self.assertAllClose(clock.remaining(), 55.0, atol=0.5)
+        clock.plan(60.0)  # at most half of the budget is kept for the end
+        self.assertEqual(clock.training_budget, 50.0)
+        clock.seconds.assign(51.0)
+        clock.start()
+        self.assertTrue(clock.spent())
+
+    def test_no_budget_never_ends_and_keeps_nothing(self):
+        clock = schedule.BudgetClock(0.0, reserve=10.0)
+        clock.start()
+        self.assertFalse(clock.spent())
+        self.assertEqual(clock.remaining(), float("inf"))
+        self.assertEqual(clock.training_budget, 0.0)
+
+
+class EndPlanTest(tf.test.TestCase):
+
+    def test_plan_counts_the_validations_the_beam_search_and_the_export(self):
+        data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
+        config = resolve(TrainConfig(data=data))  # the text recipe: chrF, average_last 5, beam 4
+        plan = finish.EndPlan(config, average=True, blocks=30)
+        margin = finish.MARGIN
+        export = finish.EXPORT_SECONDS + 30 * finish.EXPORT_SECONDS_PER_BLOCK
+        overhead = finish.OVERHEAD_SECONDS
+        self.assertAllClose(plan.seconds(), margin * export + overhead)  # nothing measured yet
+        plan.measured_validation(10.0)
+        # The last weights, the average, the best checkpoint and the EMA: 4 greedy
+        # validations; one beam search of 4 beams; the export.
+        self.assertAllClose(plan.seconds(), margin * (4 * 10.0 + 10.0 * finish.BEAM_COST_PER_BEAM
+                                                      * 4 + export) + overhead)
+        plan.beam_seconds = 12.0  # measured once it has run
+        self.assertAllClose(plan.tuning(), 12.0)
+        plain = finish.EndPlan(resolve(TrainConfig(data=data, select_by="last", beam_size=1,
+                                                   export=False)))
+        plain.measured_validation(10.0)
+        self.assertAllClose(plain.seconds(), margin * 10.0 + overhead)
+
+
+class BeamTuningTest(tf.test.TestCase):
+
+    def test_one_search_scores_every_penalty_as_its_own_translator_would(self):
+        model_dir = self.get_temp_dir()
+        config = resolve(TrainConfig(data=_text_files(model_dir), beam_size=3,
+                                     **dict(TINY, max_length=40)))
+        model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, max_length=40,
+                                seed=2)
+        grid = (0.0, 1.0, 3.0)
+        best, tried = selection.tune_length_penalty(config, model, grid)
+        for alpha in grid:
+            translator = inference.Translator(model, beam_size=3, length_alpha=alpha)
+            scores = evaluation.validation_scores(config, translator)
+            self.assertEqual(tried[alpha], {key: scores[key] for key in
+                                            ("bleu", "chrf", "reached_bound")})
+        self.assertEqual(best, max(grid, key=lambda alpha: tried[alpha]["chrf"]))
+
+
+class BudgetedRunTest(tf.test.TestCase):
+
+    def _config(self, name, **overrides):
+        model_dir = os.path.join(self.get_temp_dir(), name)
+        values = dict(data=_text_files(self.get_temp_dir()), model_dir=model_dir,
+                      export_dir=model_dir + "/export", train_steps=10 ** 6, checkpoint_every=4,
+                      eval_every=4, beam_size=2, average_last=3, learning_rate=3e-3,
+                      **dict(TINY, max_length=40))
+        values.update(overrides)
+        return TrainConfig(**values)
+
+    def test_a_budgeted_run_ends_with_its_export_inside_the_budget(self):
+        budget = 25.0
+        results = trainer.train_and_evaluate(self._config("inside", time_budget_seconds=budget))
+        spent = results["budget"]
+        self.assertIsNotNone(results["export_path"])
+        self.assertLessEqual(spent["seconds"], 1.05 * budget)
+        # Training stopped before the budget, leaving what the plan measured for the end.
+        self.assertLess(results["total_train_seconds"], budget - 0.5 * spent["reserved_for_the_end"])
+        self.assertGreater(spent["validation_seconds"], 0.0)
+        self.assertGreater(spent["beam_search_seconds"], 0.0)
+        self.assertNotIn("skipped", str(results["selection"]))
+
+    def test_the_end_leaves_out_what_the_budget_cannot_hold(self):
+        config = self._config("over", time_budget_seconds=1e6, train_steps=8)
+        with mock.patch.object(schedule.BudgetClock, "remaining", return_value=0.0):
+            results = trainer.train_and_evaluate(config)
+        candidates = results["selection"]["candidates"]
+        self.assertEqual(results["selection"]["chosen"], "last")
+        skipped = {name: c.get("skipped") for name, c in candidates.items() if name != "last"}
+        self.assertIn("average_last_2", skipped)
+        self.assertEqual(set(skipped.values()), {"time budget"})
+        # No time for the length penalty's search either: the default, and still an export.
+        self.assertIsNone(results["length_penalty"]["tuned_on_validation"])
+        self.assertIsNotNone(results["export_path"])
