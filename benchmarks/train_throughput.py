@@ -21,7 +21,7 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from shared_data import DEEN  # noqa: E402
+from real_text import real_rows  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -29,7 +29,6 @@ from bytenet_tf import flops, ops, zoo  # noqa: E402
 from bytenet_tf.training.optimizer import make_optimizer  # noqa: E402
 from bytenet_tf.training.step import make_train_step  # noqa: E402
 from bytenet_tf.training.config import TrainConfig, resolve  # noqa: E402
-from pipelines import byte_codec  # noqa: E402
 from pipelines.datasets import DataSpec  # noqa: E402
 
 
@@ -52,19 +51,6 @@ def matmul_peak(dtype, size=4096, repeats=10):
         matmul(a, b).numpy()
         best = min(best, time.perf_counter() - start)
     return 2 * size ** 3 / best / 1e9
-
-
-def real_rows(rows, length):
-    """`(source, target, labels)`, each `rows` x `length` ids of real text (no padding)."""
-    def packed(path):
-        with open(path, "rb") as f:
-            data = f.read().replace(b"\n", b" ")
-        ids = np.frombuffer(data, dtype=np.uint8).astype(np.int32) + byte_codec.BYTE_OFFSET
-        return ids[:rows * length].reshape(rows, length)
-    source = packed(os.path.join(DEEN, "train.de"))
-    labels = packed(os.path.join(DEEN, "train.en"))
-    target = np.concatenate([np.full((rows, 1), byte_codec.BOS_ID, np.int32), labels[:, :-1]], 1)
-    return source, target, labels
 
 
 def add_step_arguments(parser, steps, warmup):

@@ -18,11 +18,9 @@ All functions are graph-friendly (`tf.while_loop`), take and return integer tens
 can be wrapped in `tf.function(jit_compile=True)` and exported.
 """
 
-import math
-
-import numpy as np
 import tensorflow as tf
 
+from bytenet_tf.models.unfolding import unfolded_length
 from bytenet_tf.vocabulary import BOS_ID, EOS_ID, PAD_ID
 
 DEFAULT_MARGIN = 10
@@ -39,16 +37,6 @@ def output_limits(model, source, margin=DEFAULT_MARGIN, max_output_length=None):
     if max_output_length is not None:
         limits = tf.minimum(limits, max_output_length)
     return tf.maximum(limits, 1)
-
-
-def unfolded_length(source_bytes, unfold_a, unfold_b):
-    """`ceil(unfold_a * source_bytes + unfold_b)` in Python, rounded as `output_limits` rounds.
-
-    The product is taken in float32, as the decoder computes it: float32(1.2) * 25 is a little
-    above 30, so a 25-byte source unfolds to 31 bytes, not to the 30 of float64.
-    """
-    unfolded = np.float32(unfold_a) * np.float32(source_bytes) + np.float32(unfold_b)
-    return int(math.ceil(unfolded))
 
 
 def output_bound(source_bytes, unfold_a, unfold_b, max_length, margin=DEFAULT_MARGIN):

@@ -9,14 +9,14 @@ never confused with padding:
     PAD_ID = 0, BOS_ID = 1, EOS_ID = 2, byte b -> b + BYTE_OFFSET (= b + 3)
     VOCAB_SIZE = 259
 
-Encoding and decoding use core TensorFlow ops only (`tf.strings`, `tf.io.decode_raw`), so they
-run inside `tf.data`, inside compiled graphs and inside an exported SavedModel that is loaded
-by a process that imports nothing but tensorflow. Any byte string round-trips exactly: the
+Encoding and decoding use core TensorFlow ops only (`tf.strings`, `tf.io.decode_raw`), imported
+when they are called (the ids and `frame_batch` need no TensorFlow), so they run inside
+`tf.data`, inside compiled graphs and inside an exported SavedModel that is loaded by a process
+that imports nothing but tensorflow. Any byte string round-trips exactly: the
 empty string, NUL bytes, invalid UTF-8 and 4-byte characters alike.
 """
 
 import numpy as np
-import tensorflow as tf
 
 PAD_ID = 0
 BOS_ID = 1
@@ -41,6 +41,8 @@ def encode(strings):
         int32 `tf.RaggedTensor` of shape `(batch_size, None)` (a dense `(length,)` tensor for a
         scalar input) holding `byte + BYTE_OFFSET` for every byte. No BOS or EOS is added.
     """
+    import tensorflow as tf
+
     strings = tf.convert_to_tensor(strings, dtype=tf.string)
     if strings.shape.rank == 0:
         return tf.cast(tf.io.decode_raw(strings, tf.uint8), tf.int32) + BYTE_OFFSET
@@ -62,6 +64,8 @@ def decode(ids):
     Returns:
         tf.string tensor of shape `(batch_size,)`, or a scalar for a 1-D input.
     """
+    import tensorflow as tf
+
     ids = tf.convert_to_tensor(ids)
     ids = tf.cast(ids, tf.int32)
     squeeze = ids.shape.rank == 1

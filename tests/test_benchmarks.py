@@ -1,5 +1,6 @@
 """The throughput, gate-cost and profile benchmarks run, at a tiny size, and end with the JSON they promise."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -56,3 +57,47 @@ class BenchmarksTest(tf.test.TestCase):
         self.assertGreater(result["wall_ms_per_step"], 0)
         self.assertTrue(any("MatMul" in op for op in result["op_ms_per_step"]),
                         result["op_ms_per_step"])
+
+    def test_translate_speed_reports_speed_and_flop_share_per_export(self):
+        from bytenet_tf import export, zoo
+
+        model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1, max_length=64,
+                                seed=0)
+        model({"source": tf.constant([[5, 2]]), "target": tf.constant([[1, 5]])})
+        greedy = export.export_saved_model(model, self.get_temp_dir() + "/greedy")
+        beam = export.export_saved_model(model, self.get_temp_dir() + "/beam", beam_size=2)
+        completed = subprocess.run(
+            [sys.executable, os.path.join(PROJECT_ROOT, "benchmarks", "translate_speed.py"),
+             f"--saved_model={greedy}", f"--saved_model={beam}", "--rounds=2", "--captions=6",
+             "--news=4", "--batch_size=4"], capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=PROJECT_ROOT))
+        self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+        result = json.loads(completed.stdout.strip().splitlines()[-1])
+        rows = {(row["beam_size"], row["set"]): row for row in result["rows"]}
+        self.assertCountEqual(rows, [(1, "captions"), (1, "news"), (2, "captions"), (2, "news")])
+        for row in rows.values():
+            self.assertLen(row["seconds_per_round"], 2)
+            self.assertAllClose(row["sentences_per_s"], row["sentences"] / row["seconds"],
+                                rtol=0.02)
+            self.assertGreater(row["fraction_of_float32_peak"], 0.0)
+            self.assertLess(row["fraction_of_float32_peak"], 1.0)
+        self.assertEqual(rows[(1, "news")]["speed_vs_first"], 1.0)
+
+    def test_backend_throughput_runs_under_jax_without_tensorflow(self):
+        if importlib.util.find_spec("jax") is None:
+            self.skipTest("jax is not installed here (pip install 'bytenet_tf[test]' installs it)")
+        code = ("import runpy, sys; sys.modules['tensorflow'] = None; "
+                f"sys.argv = ['backend_throughput.py'] + {TINY!r}; "
+                f"runpy.run_path({os.path.join(PROJECT_ROOT, 'benchmarks', 'backend_throughput.py')!r}, "
+                "run_name='__main__')")
+        completed = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
+                     PYTHONPATH=PROJECT_ROOT + os.pathsep + os.path.join(PROJECT_ROOT,
+                                                                         "benchmarks")))
+        self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
+        result = json.loads(completed.stdout.strip().splitlines()[-1])
+        self.assertEqual(result["backend"], "jax")
+        self.assertAllClose(result["target_bytes_per_s"], 2 * 16 / result["seconds_per_step"],
+                            rtol=1e-4)
+        self.assertGreater(result["matmul_peak_gflop_per_s"], result["gflop_per_s"])

@@ -1,7 +1,7 @@
 """`AlphaDropout`: SELU's dropout (Klambauer et al. 2017), with a seed that reaches its masks."""
 
 import keras
-import tensorflow as tf
+from keras import ops as kops
 
 from bytenet_tf import ops
 from bytenet_tf.ops.reference import DROPPED_VALUE, alpha_dropout_affine
@@ -54,7 +54,7 @@ class AlphaDropout(keras.layers.Layer):
 
     def next_seed(self):
         """The next int32 seed of shape `[2]` from the layer's seed generator."""
-        return tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
+        return kops.cast(kops.mod(self.seed_generator.next(), 2 ** 31 - 2), "int32")
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:

@@ -1,7 +1,7 @@
 """`DilatedConv1D`: a dilated 1-D convolution that is either centred or causal."""
 
 import keras
-import tensorflow as tf
+from keras import ops as kops
 
 from bytenet_tf import ops
 
@@ -85,7 +85,7 @@ class DilatedConv1D(keras.layers.Layer):
     @property
     def matrix(self):
         """The kernel as a `(kernel_size * input_dim, filters)` matrix, taps outermost."""
-        return tf.reshape(self.kernel, [self.kernel_size * self.input_dim, self.filters])
+        return kops.reshape(self.kernel, (self.kernel_size * self.input_dim, self.filters))
 
     @property
     def bias_or_none(self):
@@ -98,7 +98,7 @@ class DilatedConv1D(keras.layers.Layer):
         return self.ops.dense(inputs, self.matrix, self.bias_or_none)
 
     def call(self, inputs):
-        inputs = tf.convert_to_tensor(inputs)
+        inputs = kops.convert_to_tensor(inputs)
         if self.kernel_size == 1:
             return self.ops.dense(inputs, self.matrix, self.bias_or_none)
         if self.causal:
@@ -110,8 +110,8 @@ class DilatedConv1D(keras.layers.Layer):
 
     def initial_queue(self, batch_size, dtype=None):
         """Zero queue for `step`: shape `(batch_size, queue_length, input_dim)`."""
-        return tf.zeros([batch_size, self.queue_length, self.input_dim],
-                        dtype=dtype or self.compute_dtype)
+        return kops.zeros((batch_size, self.queue_length, self.input_dim),
+                          dtype=dtype or self.compute_dtype)
 
     def step(self, inputs, queue):
         """Computes one causal output position.
@@ -126,9 +126,9 @@ class DilatedConv1D(keras.layers.Layer):
         """
         if not self.causal:
             raise ValueError(f"Layer {self.name!r} is centred; only a causal convolution can step.")
-        window = tf.concat([queue, inputs[:, tf.newaxis]], axis=1)
+        window = kops.concatenate([queue, kops.expand_dims(inputs, 1)], axis=1)
         taps = window[:, ::self.dilation_rate]
-        taps = tf.reshape(taps, [-1, self.kernel_size * self.input_dim])
+        taps = kops.reshape(taps, (-1, self.kernel_size * self.input_dim))
         return self.ops.dense(taps, self.matrix, self.bias_or_none), window[:, 1:]
 
     def compute_output_shape(self, input_shape):

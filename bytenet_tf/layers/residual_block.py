@@ -3,7 +3,7 @@
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops as kops
 
 from bytenet_tf import initializers, ops
 from bytenet_tf.layers.alpha_dropout import AlphaDropout
@@ -161,7 +161,7 @@ class ResidualBlock(keras.layers.Layer):
         return norm(x, training=training)
 
     def _activate(self, x, training):
-        return tf.nn.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
+        return kops.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
 
     def _fused_tail(self, conv, training):
         """Whether the last stage (selu, AlphaDropout, 1x1 conv) runs as one op."""
@@ -170,9 +170,9 @@ class ResidualBlock(keras.layers.Layer):
 
     def _residual(self, inputs, branch):
         if self.residual_gate:
-            gate = tf.cast(self.gate, branch.dtype)
+            gate = kops.cast(self.gate, branch.dtype)
             out = inputs + gate * branch
-            return out * tf.math.rsqrt(1.0 + gate * gate) if self.normalize_residual else out
+            return out * kops.rsqrt(1.0 + gate * gate) if self.normalize_residual else out
         # A weight of 1 (the default) skips a multiply over the whole activation, forward and back.
         out = inputs + (branch if self.branch_weight == 1.0 else self.branch_weight * branch)
         if self.normalize_residual:
@@ -208,7 +208,7 @@ class ResidualBlock(keras.layers.Layer):
             if mask is not None and conv is self.dilated_conv:
                 # Biases and norm offsets make padded positions nonzero again; zero them where
                 # the convolution would read them across the sequence end.
-                x = x * tf.cast(mask, x.dtype)[..., tf.newaxis]
+                x = x * kops.expand_dims(kops.cast(mask, x.dtype), -1)
             x = conv(x)
         return x
 

@@ -9,14 +9,15 @@ with BOS_ID. Out: float32 logits `(batch, T, VOCAB_SIZE)`; `logits[:, i]` predic
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops as kops
 
-from bytenet_tf import decoding, initializers, ops
+from bytenet_tf import initializers, ops
 from bytenet_tf.layers.cross_attention import CROSS_ATTENTION, CrossAttention
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization
 from bytenet_tf.layers.residual_block import ResidualBlock
 from bytenet_tf.layers.simplified_residual_block import SimplifiedResidualBlock
+from bytenet_tf.models.unfolding import unfolded_length
 from bytenet_tf.vocabulary import DEFAULT_MAX_LENGTH, PAD_ID, VOCAB_SIZE
 
 BLOCKS = {"residual": ResidualBlock, "simplified": SimplifiedResidualBlock}
@@ -262,9 +263,9 @@ class ByteNet(keras.Model):
 
     def encode(self, source, training=None):
         """Encodes source ids `(batch, S)` to `(batch, S, hidden_size)`, zero at padding."""
-        source = tf.convert_to_tensor(source)
-        mask = tf.not_equal(source, PAD_ID)
-        zero_padding = tf.cast(mask, self.compute_dtype)[..., tf.newaxis]
+        source = kops.convert_to_tensor(source)
+        mask = kops.not_equal(source, PAD_ID)
+        zero_padding = kops.expand_dims(kops.cast(mask, self.compute_dtype), -1)
         x = self.source_embedding(source) * zero_padding
         for block in self.encoder_blocks:
             x = block(x, mask=mask, training=training)
@@ -281,7 +282,7 @@ class ByteNet(keras.Model):
             return x
         if self.output_norm is not None:
             x = self.output_norm(x, training=training)
-        return tf.nn.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
+        return kops.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
 
     def decoder_input(self, x):
         """`[encoder output, target embedding]` (`(..., 2 * hidden_size)`) to the stream."""
@@ -310,11 +311,12 @@ class ByteNet(keras.Model):
         Returns:
             float32 logits `(batch, T, VOCAB_SIZE)`.
         """
-        target = tf.convert_to_tensor(target)
-        length = tf.shape(target)[1]
-        missing = tf.maximum(length - tf.shape(encoded)[1], 0)
-        aligned = tf.pad(encoded, [[0, 0], [0, missing], [0, 0]])[:, :length]
-        x = self.decoder_input(tf.concat([aligned, self.target_embedding(target)], axis=-1))
+        target = kops.convert_to_tensor(target)
+        length = kops.shape(target)[1]
+        missing = length - kops.shape(encoded)[1]  # an int where shapes are static
+        missing = max(missing, 0) if isinstance(missing, int) else kops.maximum(missing, 0)
+        aligned = kops.pad(encoded, [[0, 0], [0, missing], [0, 0]])[:, :length]
+        x = self.decoder_input(kops.concatenate([aligned, self.target_embedding(target)], axis=-1))
         memory = self.attention_memory(encoded, source_mask)
         for index, block in enumerate(self.decoder_blocks):
             x = block(x, training=training)
@@ -323,10 +325,10 @@ class ByteNet(keras.Model):
         return self.output_projection(self._head(x, training))
 
     def call(self, inputs, training=None):
-        source = tf.convert_to_tensor(inputs["source"])
+        source = kops.convert_to_tensor(inputs["source"])
         encoded = self.encode(source, training=training)
         return self.decode(encoded, inputs["target"], training=training,
-                           source_mask=tf.not_equal(source, PAD_ID))
+                           source_mask=kops.not_equal(source, PAD_ID))
 
     def initial_decoder_state(self, batch_size):
         """Zero queues of every decoder block, for `decoder_step`."""
@@ -350,7 +352,7 @@ class ByteNet(keras.Model):
         if self.attention is not None and memory is None:
             raise ValueError("This model has cross-attention: pass decoder_step the source's "
                              "`memory=model.attention_memory(encoded, source_mask)`.")
-        x = tf.concat([tf.cast(encoded_t, self.compute_dtype),
+        x = kops.concatenate([kops.cast(encoded_t, self.compute_dtype),
                        self.target_embedding(previous_ids)], axis=-1)
         x = self.decoder_input(x)
         new_state = []
@@ -358,15 +360,15 @@ class ByteNet(keras.Model):
             x, queue = block.step(x, queue)
             new_state.append(queue)
             if memory is not None and index == self.attention_after_block:
-                x = self.attention.attend(x[:, tf.newaxis], memory, position)[:, 0]
+                x = self.attention.attend(x[:, None], memory, position)[:, 0]
         logits = self.output_projection.project_position(
-            tf.cast(self._head(x, training=False), "float32"))
+            kops.cast(self._head(x, training=False), "float32"))
         return logits, new_state
 
     def max_output_length(self, source_length):
         """Dynamic unfolding bound: `ceil(unfold_a * source_length + unfold_b)` bytes, rounded
-        in float32 as the decoder rounds it (`decoding.unfolded_length`)."""
-        return decoding.unfolded_length(source_length, self.unfold_a, self.unfold_b)
+        in float32 as the decoder rounds it (`unfolded_length`)."""
+        return unfolded_length(source_length, self.unfold_a, self.unfold_b)
 
     def get_config(self):
         config = super().get_config()

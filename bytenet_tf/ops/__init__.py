@@ -6,8 +6,8 @@ SELU residual block, which a policy may fuse). The policies:
 
 | policy | what | where |
 |---|---|---|
-| `reference` | stock TensorFlow ops, written for clarity (`reference.py`) | any device; the default of `build_model`, and what SavedModels hold |
-| `cpu` | stock ops arranged for oneDNN/Eigen: hand-written conv gradients, float32 SELU for bfloat16, 16-bit dropout masks (`cpu.py`) | CPU |
+| `reference` | `keras.ops`, written for clarity (`reference.py`) | any backend and device; the default of `build_model`, and what SavedModels hold |
+| `cpu` | TensorFlow ops arranged for oneDNN/Eigen: hand-written conv gradients, float32 SELU for bfloat16, 16-bit dropout masks (`cpu.py`) | CPU |
 | `cpu_fused` | `cpu` plus a compiled SELU + AlphaDropout kernel for training (`cpu.py`, `kernels/`) | CPU with a C++ compiler |
 
 All three compute the same function (tested on every zoo model, values and gradients, dropout
@@ -21,7 +21,7 @@ a saved config computes with `reference` until it is given another policy.
 
 import os
 
-import tensorflow as tf
+import keras
 from absl import logging
 
 from bytenet_tf.ops.reference import ReferenceOps
@@ -44,9 +44,15 @@ def get(policy):
     """The ops object of `policy` (one instance per process); `cpu_fused` loads its kernel.
 
     Raises:
-        ValueError: `policy` is unknown, or `cpu_fused` cannot load its kernel here.
+        ValueError: `policy` is unknown, a CPU policy under a Keras backend other than
+            TensorFlow, or `cpu_fused` cannot load its kernel here.
     """
     _check_name(policy, POLICIES)
+    backend = keras.backend.backend()
+    if policy != "reference" and backend != "tensorflow":
+        raise ValueError(f"ops_policy={policy!r} is written in TensorFlow ops and runs under the "
+                         f"TensorFlow backend only; Keras runs on {backend!r} here "
+                         "(KERAS_BACKEND). Use ops_policy='reference'.")
     if policy not in _instances:
         if policy == "reference":
             _instances[policy] = ReferenceOps()
@@ -62,6 +68,8 @@ def get(policy):
 
 
 def _accelerator():
+    import tensorflow as tf
+
     for kind in ("GPU", "TPU"):
         if tf.config.list_physical_devices(kind):
             return kind
@@ -71,8 +79,9 @@ def _accelerator():
 def resolve_policy(policy=AUTO, accelerator=None):
     """Returns `(policy, reason)` for a requested policy, ready to use (kernel loaded).
 
-    `auto` takes `$BYTENET_TF_OPS_POLICY` when it is set; otherwise `reference` when a GPU or
-    TPU is present (cuDNN and XLA run the stock ops well, and the CPU paths would only move work
+    `auto` takes `$BYTENET_TF_OPS_POLICY` when it is set; otherwise `reference` under a Keras
+    backend other than TensorFlow (the CPU policies are TensorFlow ops), or when a GPU or TPU is
+    present (cuDNN and XLA run the stock ops well, and the CPU paths would only move work
     off the accelerator), else `cpu_fused`, or `cpu` when the kernel cannot be built (the reason
     is returned, and logged as a warning). An explicit policy is checked and returned as it is.
 
@@ -85,6 +94,9 @@ def resolve_policy(policy=AUTO, accelerator=None):
             without its kernel.
     """
     _check_name(policy, (AUTO,) + POLICIES)
+    backend = keras.backend.backend()
+    if policy == AUTO and backend != "tensorflow":
+        return "reference", f"the Keras backend is {backend}"
     accelerator = _accelerator() if accelerator is None else accelerator
     if policy == AUTO:
         chosen = os.environ.get(ENVIRONMENT_VARIABLE)

@@ -1,13 +1,15 @@
-"""`ReferenceOps`: the numerical kernels of ByteNet, in stock TensorFlow ops.
+"""`ReferenceOps`: the numerical kernels of ByteNet, in `keras.ops`.
 
 This is what the model computes, written once and plainly; every other implementation in
-`bytenet_tf.ops` must agree with it. It runs on any device (cuDNN's dilated convolutions on a
-GPU, XLA on a TPU) and is what exported SavedModels contain.
+`bytenet_tf.ops` must agree with it. It runs on every Keras backend (TensorFlow, JAX, PyTorch)
+and any device (cuDNN's dilated convolutions on a GPU, XLA on a TPU), and it is what exported
+SavedModels contain.
 
 Weights are cast to the dtype of the inputs, so one call serves float32 and mixed precision.
 """
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 # SELU's constants (Klambauer et al. 2017, eq. 14); a dropped unit is set to selu(-inf).
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -23,7 +25,7 @@ def alpha_dropout_affine(rate):
 
 
 class ReferenceOps:
-    """Dilated convolution, dense, SELU and AlphaDropout in stock TensorFlow ops.
+    """Dilated convolution, dense, SELU and AlphaDropout in `keras.ops`.
 
     Subclasses replace methods with faster implementations of the same function.
     """
@@ -44,20 +46,20 @@ class ReferenceOps:
         Returns:
             `(batch_size, length + left + right - (kernel_size - 1) * dilation_rate, filters)`.
         """
-        padded = tf.pad(inputs, [[0, 0], [left, right], [0, 0]])
-        # tf.nn.convolution, not conv1d(dilations=): TensorFlow's CPU kernels have no dilated
-        # input gradient for float16, and convolution falls back to space-to-batch there.
-        outputs = tf.nn.convolution(padded, tf.cast(kernel, inputs.dtype), padding="VALID",
-                                    dilations=dilation_rate)
+        padded = ops.pad(inputs, [[0, 0], [left, right], [0, 0]])
+        # Under TensorFlow this is tf.nn.convolution, which has a dilated input gradient for
+        # float16 on CPU (conv1d(dilations=) has none).
+        outputs = ops.conv(padded, ops.cast(kernel, inputs.dtype), padding="valid",
+                           dilation_rate=dilation_rate)
         if bias is not None:
-            outputs = tf.nn.bias_add(outputs, tf.cast(bias, inputs.dtype))
+            outputs = outputs + ops.cast(bias, inputs.dtype)
         return outputs
 
     def dense(self, inputs, kernel, bias=None):
         """`inputs @ kernel + bias` over the last axis: `(..., input_dim)` to `(..., filters)`."""
-        outputs = tf.tensordot(inputs, tf.cast(kernel, inputs.dtype), 1)
+        outputs = ops.tensordot(inputs, ops.cast(kernel, inputs.dtype), 1)
         if bias is not None:
-            outputs = outputs + tf.cast(bias, inputs.dtype)
+            outputs = outputs + ops.cast(bias, inputs.dtype)
         return outputs
 
     def selu(self, inputs, training=False):
@@ -70,13 +72,28 @@ class ReferenceOps:
         (docs/cpu_fast_path.md).
         """
         del training  # the same function in training and inference
-        if inputs.dtype in (tf.bfloat16, tf.float16):
-            return tf.cast(tf.nn.selu(tf.cast(inputs, tf.float32)), inputs.dtype)
-        return tf.nn.selu(inputs)
+        dtype = keras.backend.standardize_dtype(inputs.dtype)
+        if dtype in ("bfloat16", "float16"):
+            return ops.cast(ops.selu(ops.cast(inputs, "float32")), dtype)
+        return ops.selu(inputs)
 
     def keep_mask(self, shape, rate, seed):
-        """Boolean mask of `shape`, true with probability `1 - rate`, from int32 `seed` `[2]`."""
-        return tf.random.stateless_uniform(shape, seed) >= rate
+        """Boolean mask of `shape`, true with probability `1 - rate`, from int32 `seed` `[2]`.
+
+        Each backend draws with its own stateless generator, so the masks of one seed differ
+        between backends (the weights of one seed do not: `bytenet_tf.initializers`).
+        """
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            return tf.random.stateless_uniform(shape, seed) >= rate
+        if backend == "jax":
+            # A uint32 [2] array is a JAX PRNG key, which keras.random takes as it is.
+            return keras.random.uniform(shape, seed=ops.cast(seed, "uint32")) >= rate
+        # PyTorch seeds a generator from Python ints.
+        seed = [int(value) for value in ops.convert_to_numpy(seed)]
+        return keras.random.uniform(shape, seed=(seed[0] * 1_000_003 + seed[1]) % 2 ** 31) >= rate
 
     def alpha_dropout(self, inputs, rate, seed):
         """AlphaDropout in training: dropped units become `DROPPED_VALUE`, then `a * x + b`.
@@ -86,10 +103,11 @@ class ReferenceOps:
             rate: float in (0, 1).
             seed: int32 tensor `[2]`; the same seed drops the same units.
         """
-        keep = self.keep_mask(tf.shape(inputs), rate, seed)
+        keep = self.keep_mask(ops.shape(inputs), rate, seed)
         a, b = alpha_dropout_affine(rate)
-        dropped = tf.where(keep, inputs, tf.constant(DROPPED_VALUE, inputs.dtype))
-        return dropped * tf.constant(a, inputs.dtype) + tf.constant(b, inputs.dtype)
+        dtype = inputs.dtype
+        dropped = ops.where(keep, inputs, ops.convert_to_tensor(DROPPED_VALUE, dtype))
+        return dropped * ops.convert_to_tensor(a, dtype) + ops.convert_to_tensor(b, dtype)
 
     def selu_alpha_dropout_dense(self, inputs, rate, seed, kernel, bias=None):
         """`dense(alpha_dropout(selu(inputs)))` in training: the tail of a SELU residual block.
