@@ -100,10 +100,22 @@ def main():
                 "gflop_per_s": round(bound / seconds / 1e9, 2),
                 "fraction_of_float32_peak": round(bound / seconds / 1e9 / peak, 4)})
     first = {row["set"]: row for row in rows if row["saved_model"] == exports[0]["path"]}
+    # Outputs against the first export of the same beam size (the same weights decoded by
+    # other code should agree; beams may differ at exact ties).
+    reference = {}
+    for export in exports:
+        reference.setdefault(export["options"]["beam_size"], export)
+    for export, row_pair in zip(exports, zip(rows[::2], rows[1::2])):
+        base = reference[export["options"]["beam_size"]]
+        for row in row_pair:
+            ours, theirs = export["outputs"][row["set"]], base["outputs"][row["set"]]
+            row["identical_to_first_of_its_beam"] = round(
+                sum(a == b for a, b in zip(ours, theirs)) / len(ours), 4)
     for row in rows:
         row["speed_vs_first"] = round(row["sentences_per_s"]
                                       / first[row["set"]]["sentences_per_s"], 3)
         print(f"{row['saved_model']} beam {row['beam_size']}, {row['set']}: "
+              f"{100 * row['identical_to_first_of_its_beam']:.1f}% identical outputs, "
               f"{row['sentences_per_s']:.1f} sentences/s, {row['target_bytes_per_s']:.0f} "
               f"target bytes/s, {100 * row['fraction_of_float32_peak']:.1f}% of the "
               f"{peak:.0f} GFLOP/s float32 peak, {row['speed_vs_first']:.2f}x the first")

@@ -18,20 +18,23 @@ def speed_section(result):
 
 
 def translation_section(result):
-    lines = ["### Translation speed", "", provenance(result), f"CPU: {result['cpu']}.", "",
+    lines = ["### Translation speed", "", provenance(result), f"CPU: {result['cpu']}. Weights: "
+             f"{result['weights']}.", "",
              f"Exports of one model's weights, each timed in turn, {result['rounds']} rounds, "
              "median; the share of the float32 matmul peak "
              f"({result['matmul_peak_gflop_per_s']:.0f} GFLOP/s, measured in the same run) that "
              "the translations' analytic FLOPs reach.", "",
              "| export | beam | set | sentences/s | target bytes/s | share of float32 peak "
-             "| speed vs the first export |", "|---|---|---|---|---|---|---|"]
+             "| speed vs the first export | outputs identical to the first of its beam |",
+             "|---|---|---|---|---|---|---|---|"]
     names = result.get("names", {})
     for row in result["rows"]:
         lines.append(f"| {names.get(row['saved_model'], row['saved_model'])} | "
                      f"{row['beam_size']} | {row['set']} ({row['sentences']}) | "
                      f"{row['sentences_per_s']:.1f} | {row['target_bytes_per_s']:.0f} | "
                      f"{100 * row['fraction_of_float32_peak']:.1f}% | "
-                     f"{row['speed_vs_first']:.2f}x |")
+                     f"{row['speed_vs_first']:.2f}x | "
+                     f"{100 * row['identical_to_first_of_its_beam']:.1f}% |")
     return lines
 
 
