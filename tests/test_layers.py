@@ -72,15 +72,18 @@ class DilatedConv1DCorrectnessTest(parameterized.TestCase, tf.test.TestCase):
             self.assertAllClose(layer(x), expected, atol=1e-5, msg=policy)
 
     def test_step_equals_full_causal_call(self):
-        layer = DilatedConv1D(5, kernel_size=3, dilation_rate=4, causal=True)
-        x = tf.random.stateless_normal([2, 20, 3], seed=[1, 2])
-        full = layer(x)
-        queue = layer.initial_queue(2)
-        steps = []
-        for t in range(20):
-            y, queue = layer.step(x[:, t], queue)
-            steps.append(y)
-        self.assertAllClose(tf.stack(steps, axis=1), full, atol=1e-5)
+        # Shifting queues, and ring buffers (a position per step), for kernels 2, 3 and 4.
+        for kernel_size, ring in ((3, False), (3, True), (2, True), (4, True)):
+            with self.subTest(kernel_size=kernel_size, ring=ring):
+                layer = DilatedConv1D(5, kernel_size=kernel_size, dilation_rate=4, causal=True)
+                x = tf.random.stateless_normal([2, 20, 3], seed=[1, 2])
+                full = layer(x)
+                queue = layer.initial_queue(2)
+                steps = []
+                for t in range(20):
+                    y, queue = layer.step(x[:, t], queue, tf.constant(t) if ring else None)
+                    steps.append(y)
+                self.assertAllClose(tf.stack(steps, axis=1), full, atol=1e-5)
 
 
 BLOCKS = [("residual", ResidualBlock), ("simplified", SimplifiedResidualBlock)]

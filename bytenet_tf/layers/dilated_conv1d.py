@@ -113,23 +113,36 @@ class DilatedConv1D(keras.layers.Layer):
         return kops.zeros((batch_size, self.queue_length, self.input_dim),
                           dtype=dtype or self.compute_dtype)
 
-    def step(self, inputs, queue):
+    def step(self, inputs, queue, position=None):
         """Computes one causal output position.
 
         Args:
             inputs: tensor of shape `(batch_size, input_dim)`, the input at position `t`.
-            queue: tensor of shape `(batch_size, queue_length, input_dim)`, inputs `t - queue_length`
-                to `t - 1` (zeros before the start).
+            queue: tensor of shape `(batch_size, queue_length, input_dim)` from `initial_queue`
+                or the last step: the inputs before `t` (zeros before the start).
+            position: int32 scalar `t`, or None. With `t` the queue is a ring buffer, the input
+                of position `s` in slot `s mod queue_length`: a step reads its taps and writes
+                one slot. Without, the queue holds inputs `t - queue_length .. t - 1` in order
+                and every step shifts it by a copy. Step one queue in one way throughout.
 
         Returns:
             `(outputs, new_queue)`: outputs of shape `(batch_size, filters)`, and the queue for `t+1`.
         """
         if not self.causal:
             raise ValueError(f"Layer {self.name!r} is centred; only a causal convolution can step.")
-        window = kops.concatenate([queue, kops.expand_dims(inputs, 1)], axis=1)
-        taps = window[:, ::self.dilation_rate]
+        current = kops.expand_dims(inputs, 1)
+        if position is None:
+            window = kops.concatenate([queue, current], axis=1)
+            taps, queue = window[:, ::self.dilation_rate], window[:, 1:]
+        else:
+            # Taps t - (k-1)d, ..., t - d from their slots, then t; t's slot held t - (k-1)d.
+            back = self.dilation_rate * kops.arange(self.kernel_size - 1, 0, -1, dtype="int32")
+            slots = kops.mod(kops.cast(position, "int32") - back, self.queue_length)
+            taps = kops.concatenate([kops.take(queue, slots, axis=1), current], axis=1)
+            slot = kops.mod(kops.cast(position, "int32"), self.queue_length)
+            queue = kops.slice_update(queue, (0, slot, 0), current)
         taps = kops.reshape(taps, (-1, self.kernel_size * self.input_dim))
-        return self.ops.dense(taps, self.matrix, self.bias_or_none), window[:, 1:]
+        return self.ops.dense(taps, self.matrix, self.bias_or_none), queue
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.filters,)

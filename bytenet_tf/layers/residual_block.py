@@ -216,12 +216,13 @@ class ResidualBlock(keras.layers.Layer):
         """Zero queue of the dilated convolution, for `step`."""
         return self.dilated_conv.initial_queue(batch_size)
 
-    def step(self, inputs, state):
+    def step(self, inputs, state, position=None):
         """One causal position at inference: `(batch_size, hidden_size)` in and out.
 
         Args:
             inputs: tensor of shape `(batch_size, hidden_size)`.
             state: the queue of the dilated convolution, from `initial_state` or the last step.
+            position: int32 scalar, this step's position, or None (see `DilatedConv1D.step`).
 
         Returns:
             `(outputs, new_state)`.
@@ -231,7 +232,7 @@ class ResidualBlock(keras.layers.Layer):
         for index, conv in enumerate(self.convs):
             x = self._activate(self._normalize(index, x, None, False), False)
             if conv is self.dilated_conv:
-                x, new_state = conv.step(x, state)
+                x, new_state = conv.step(x, state, position)
             else:
                 x = conv.project_position(x)
         return self._residual(inputs, x), new_state

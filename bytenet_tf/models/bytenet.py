@@ -334,7 +334,7 @@ class ByteNet(keras.Model):
         """Zero queues of every decoder block, for `decoder_step`."""
         return [block.initial_state(batch_size) for block in self.decoder_blocks]
 
-    def decoder_step(self, encoded_t, previous_ids, state, memory=None, position=0):
+    def decoder_step(self, encoded_t, previous_ids, state, memory=None, position=None):
         """One decoder position at inference, with cached convolution queues.
 
         Args:
@@ -343,8 +343,8 @@ class ByteNet(keras.Model):
             previous_ids: int32 `(batch,)`, the byte before the one to predict (BOS_ID at first).
             state: list of queues from `initial_decoder_state` or the previous step.
             memory: `attention_memory` of the source (needed with cross-attention), or None.
-            position: int32 scalar, the target position of this step (for a cross-attention
-                with position encodings).
+            position: int32 scalar, this step's target position, at every step or none: it
+                makes the queues ring buffers (`DilatedConv1D.step`); position encodings need it.
 
         Returns:
             `(logits, new_state)` with float32 logits of shape `(batch, VOCAB_SIZE)`.
@@ -352,15 +352,15 @@ class ByteNet(keras.Model):
         if self.attention is not None and memory is None:
             raise ValueError("This model has cross-attention: pass decoder_step the source's "
                              "`memory=model.attention_memory(encoded, source_mask)`.")
-        x = kops.concatenate([kops.cast(encoded_t, self.compute_dtype),
-                       self.target_embedding(previous_ids)], axis=-1)
-        x = self.decoder_input(x)
+        x = self.decoder_input(kops.concatenate(
+            [kops.cast(encoded_t, self.compute_dtype), self.target_embedding(previous_ids)], -1))
         new_state = []
         for index, (block, queue) in enumerate(zip(self.decoder_blocks, state)):
-            x, queue = block.step(x, queue)
+            x, queue = block.step(x, queue, position)
             new_state.append(queue)
             if memory is not None and index == self.attention_after_block:
-                x = self.attention.attend(x[:, None], memory, position)[:, 0]
+                start = 0 if position is None else position
+                x = self.attention.attend(x[:, None], memory, start)[:, 0]
         logits = self.output_projection.project_position(
             kops.cast(self._head(x, training=False), "float32"))
         return logits, new_state

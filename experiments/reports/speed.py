@@ -1,6 +1,6 @@
 """Speed: training throughput of every zoo model, translation speed, and the wall-clock budget."""
 
-from experiments.reports.common import load, provenance
+from experiments.reports.common import load, provenance, results_named
 
 
 def speed_section(result):
@@ -52,12 +52,12 @@ def budget_section(result):
 
 
 def render():
-    """The section's subsections, from speed.json, translate_speed.json and recipe_budget.json."""
+    """The section's subsections, from speed.json, translate_speed*.json and recipe_budget.json."""
     result = load("speed")
     lines = (speed_section(result) if result else ["Not run yet."]) + [""]
-    for name, section in (("translate_speed", translation_section),
-                          ("recipe_budget", budget_section)):
-        result = load(name)
-        if result:
-            lines += section(result) + [""]
+    for result in results_named("translate_speed").values():
+        lines += translation_section(result) + [""]
+    result = load("recipe_budget")
+    if result:
+        lines += budget_section(result) + [""]
     return lines
