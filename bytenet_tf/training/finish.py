@@ -80,14 +80,6 @@ class EndPlan:
         return MARGIN * timed + OVERHEAD_SECONDS
 
 
-def timed_validation(config, translate_fn, plan):
-    """`evaluation.validation_scores`, with its seconds given to `plan`."""
-    start = time.perf_counter()
-    scores = evaluation.validation_scores(config, translate_fn)
-    plan.measured_validation(time.perf_counter() - start)
-    return scores
-
-
 def finish(config, model, translate_fn, manager, best, writer, results, clock, plan,
            validated=None, average=None):
     """The chief's end of a run: validate, choose the weights and the length penalty, export.
@@ -107,7 +99,7 @@ def finish(config, model, translate_fn, manager, best, writer, results, clock, p
     results["selection"], results["valid"] = selection.select_weights(
         config, model, translate_fn, manager, best, last_scores, average,
         affordable=lambda: affordable(plan.validation()),
-        validate=lambda: timed_validation(config, translate_fn, plan))
+        validate=lambda: loop.timed_validation(config, translate_fn, plan))
     if config.data.dataset == "digits":
         results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
             config, translate_fn)

@@ -115,13 +115,19 @@ def train_loop(config, model, optimizer, step, clock, train_step, stream, manage
     return last
 
 
-def validate_and_log(config, translate_fn, writer, current, plan=None):
-    """`evaluation.validation_scores`, written to TensorBoard, `metrics.jsonl` and the log; its
-    seconds go to `plan` (a `finish.EndPlan`) when one is given."""
+def timed_validation(config, translate_fn, plan=None):
+    """`evaluation.validation_scores`; its seconds go to `plan` (a `finish.EndPlan`) when one is
+    given."""
     start = time.perf_counter()
     results = evaluation.validation_scores(config, translate_fn)
     if plan is not None:
         plan.measured_validation(time.perf_counter() - start)
+    return results
+
+
+def validate_and_log(config, translate_fn, writer, current, plan=None):
+    """`timed_validation`, written to TensorBoard, `metrics.jsonl` and the log."""
+    results = timed_validation(config, translate_fn, plan)
     summaries(writer, current, {"valid_bleu": results["bleu"], "valid_chrf": results["chrf"],
                                  "valid_exact_match": results["exact_match"],
                                  "valid_reached_bound": results.get("reached_bound", 0.0)},
