@@ -41,6 +41,12 @@ def export_options(version_dir):
         return json.load(f)
 
 
+def significant(seconds):
+    """Seconds to 4 significant digits: a fixed number of decimals would round a short timing
+    (a few milliseconds) by several percent."""
+    return float(f"{seconds:.4g}")
+
+
 def flop_bound(model, beam_size, sources, outputs, max_length):
     """FLOPs that translating `sources` into `outputs` needs: encoder, and decoder per beam."""
     total = 0
@@ -93,8 +99,8 @@ def main():
             bound = flop_bound(model, beam, sources, outputs, model.max_length)
             rows.append({
                 "saved_model": export["path"], "set": name, "beam_size": beam,
-                "sentences": len(sources), "seconds": round(seconds, 3),
-                "seconds_per_round": [round(s, 3) for s in export["seconds"][name]],
+                "sentences": len(sources), "seconds": significant(seconds),
+                "seconds_per_round": [significant(s) for s in export["seconds"][name]],
                 "sentences_per_s": round(len(sources) / seconds, 2),
                 "target_bytes_per_s": round(sum(map(len, outputs)) / seconds, 1),
                 "gflop_per_s": round(bound / seconds / 1e9, 2),
