@@ -44,7 +44,6 @@ import random
 import sys
 import time
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
@@ -309,4 +308,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    os.environ.setdefault("KERAS_BACKEND", "jax")  # before the first import of keras
     main()
