@@ -48,6 +48,52 @@ def score(hypotheses, references):
             "exact_match": exact, "sentences": len(hyps)}
 
 
+def bootstrap_spread(hypothesis_sets, references, metric="chrf", samples=1000, seed=0):
+    """How firmly corpus `metric` ranks several outputs for the same sources: a paired bootstrap.
+
+    Each resample draws `len(references)` sentence indices with replacement (the same draw for
+    every set, so the comparison is paired) and recomputes the corpus score of every set from
+    sacrebleu's per-sentence statistics, as `sacrebleu --paired-bs` does.
+
+    Args:
+        hypothesis_sets: list of K lists of hypotheses (bytes or str), each aligned with
+            `references`.
+        references: list of N references.
+        metric: "bleu" or "chrf".
+        samples: int >= 1, bootstrap resamples.
+        seed: int, seeds the draws.
+
+    Returns:
+        `{"std": [K floats], "wins": [K floats]}`: each set's standard deviation of the score
+        over the resamples, and the share of resamples in which it scores highest (a tie gives
+        each of the tied sets its share).
+    """
+    import sacrebleu
+
+    if metric not in ("bleu", "chrf"):
+        raise ValueError(f"`metric` must be 'bleu' or 'chrf'. Received: metric={metric!r}")
+    scorer = sacrebleu.metrics.BLEU() if metric == "bleu" else sacrebleu.metrics.CHRF()
+    refs = [[_text(r) for r in references]]
+    stats = []
+    for hypotheses in hypothesis_sets:
+        if len(hypotheses) != len(references):
+            raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+        stats.append(np.array(scorer._extract_corpus_statistics(
+            [_text(h) for h in hypotheses], refs), dtype=np.int64))
+    rng = np.random.default_rng(seed)
+    count = len(references)
+    scores = np.zeros((samples, len(stats)))
+    for sample in range(samples):
+        weights = np.bincount(rng.integers(0, count, count), minlength=count)
+        for k, table in enumerate(stats):
+            scores[sample, k] = scorer._compute_score_from_stats(
+                (weights @ table).tolist()).score
+    best = scores == scores.max(axis=1, keepdims=True)
+    wins = (best / best.sum(axis=1, keepdims=True)).mean(axis=0)
+    return {"std": [round(float(x), 4) for x in scores.std(axis=0)],
+            "wins": [round(float(x), 4) for x in wins]}
+
+
 def character_error_rate(hypotheses, references):
     """The thesis's misclassification rate: wrong output bytes over reference bytes plus EOS.
 

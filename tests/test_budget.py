@@ -74,9 +74,11 @@ class BeamTuningTest(tf.test.TestCase):
         for alpha in grid:
             translator = inference.Translator(model, beam_size=3, length_alpha=alpha)
             scores = evaluation.validation_scores(config, translator)
-            self.assertEqual(tried[alpha], {key: scores[key] for key in
-                                            ("bleu", "chrf", "reached_bound")})
+            self.assertEqual({key: tried[alpha][key] for key in ("bleu", "chrf", "reached_bound")},
+                             {key: scores[key] for key in ("bleu", "chrf", "reached_bound")})
+            self.assertGreaterEqual(tried[alpha]["std"], 0.0)
         self.assertEqual(best, max(grid, key=lambda alpha: tried[alpha]["chrf"]))
+        self.assertAllClose(sum(tried[alpha]["wins"] for alpha in grid), 1.0, atol=1e-3)
 
 
 class BudgetedRunTest(tf.test.TestCase):

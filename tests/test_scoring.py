@@ -33,3 +33,43 @@ class ScoringTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "1 hypotheses but 2 references"):
             scoring.character_error_rate([b"1"], [b"1", b"2"])
 
+
+
+class BootstrapSpreadTest(tf.test.TestCase):
+    REFERENCES = ["A dog runs across the green grass.", "Two men sit on a bench in the park.",
+                  "A girl in a red dress is jumping.", "People walk down a busy street.",
+                  "A man plays the guitar on stage.", "Children are swimming in a lake."]
+    WORSE = ["A dog runs on grass.", "Two men sit on a wall.", "A girl is jumping.",
+             "People walk down a street.", "A man plays music.", "Children swim."]
+
+    def test_standard_deviation_is_that_of_resampled_corpus_scores(self):
+        import numpy as np
+        import sacrebleu
+
+        for metric, scorer in (("bleu", sacrebleu.metrics.BLEU()),
+                               ("chrf", sacrebleu.metrics.CHRF())):
+            spread = scoring.bootstrap_spread([self.WORSE], self.REFERENCES, metric, samples=40,
+                                              seed=3)
+            rng = np.random.default_rng(3)
+            direct = []
+            for _ in range(40):
+                index = rng.integers(0, len(self.REFERENCES), len(self.REFERENCES))
+                direct.append(scorer.corpus_score([self.WORSE[i] for i in index],
+                                                  [[self.REFERENCES[i] for i in index]]).score)
+            self.assertAllClose(spread["std"][0], np.std(direct), atol=1e-3)
+            self.assertGreater(spread["std"][0], 0.5)
+
+    def test_wins_rank_the_sets_and_split_ties(self):
+        spread = scoring.bootstrap_spread([self.WORSE, self.REFERENCES], self.REFERENCES,
+                                          samples=50)
+        self.assertEqual(spread["wins"], [0.0, 1.0])
+        self.assertEqual(spread["std"][1], 0.0)
+        tied = scoring.bootstrap_spread([self.WORSE, list(self.WORSE)], self.REFERENCES,
+                                        "bleu", samples=50)
+        self.assertEqual(tied["wins"], [0.5, 0.5])
+
+    def test_bad_arguments_are_named(self):
+        with self.assertRaisesRegex(ValueError, "'ter'"):
+            scoring.bootstrap_spread([self.WORSE], self.REFERENCES, "ter")
+        with self.assertRaisesRegex(ValueError, "5 hypotheses but 6 references"):
+            scoring.bootstrap_spread([self.WORSE[:5]], self.REFERENCES)

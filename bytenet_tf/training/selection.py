@@ -13,7 +13,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from bytenet_tf import inference
+from bytenet_tf import inference, scoring
 from bytenet_tf.training import checkpoints, evaluation
 from bytenet_tf.training.config import LENGTH_PENALTY_GRID
 from pipelines import datasets
@@ -126,8 +126,13 @@ def tune_length_penalty(config, model, grid=None):
     value of `grid` (default `config.LENGTH_PENALTY_GRID`) then chooses among them, as a
     `Translator` with that `length_alpha` would.
 
+    Each value's entry also says how firmly the validation set ranks it
+    (`scoring.bootstrap_spread` of the selection metric over 1,000 paired resamples): `std`,
+    the standard deviation of its score, and `wins`, the share of resamples in which it scores
+    highest. A chosen value that wins few resamples was chosen by the sample, not the model.
+
     Returns:
-        `(best_alpha, {alpha: {bleu, chrf, reached_bound}})`.
+        `(best_alpha, {alpha: {bleu, chrf, reached_bound, std, wins}})`.
     """
     metric = selection_metric(config)
     sources, references = datasets.take_pairs(config.data, "validation", config.valid_size)
@@ -135,11 +140,16 @@ def tune_length_penalty(config, model, grid=None):
         inference.BeamCandidates(model, config.beam_size), sources, batch_size=64,
         progress=config.progress, description=f"beam {config.beam_size}")
     bound = inference.Translator(model).output_bound
-    results = {}
+    results, outputs = {}, []
     for alpha in grid or LENGTH_PENALTY_GRID:
         hypotheses = inference.BeamCandidates.choose(candidates, alpha)
         scores = evaluation.score_translations(sources, hypotheses, references, bound)
         results[alpha] = {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
-        logging.info("Beam %d, length penalty %.2f: validation BLEU %.2f, chrF %.2f",
-                     config.beam_size, alpha, scores["bleu"], scores["chrf"])
+        outputs.append(hypotheses)
+    spread = scoring.bootstrap_spread(outputs, references, metric)
+    for index, (alpha, scores) in enumerate(results.items()):
+        scores.update(std=spread["std"][index], wins=spread["wins"][index])
+        logging.info("Beam %d, length penalty %.2f: validation BLEU %.2f, chrF %.2f (%s std "
+                     "%.2f, best in %.0f%% of bootstrap resamples)", config.beam_size, alpha,
+                     scores["bleu"], scores["chrf"], metric, scores["std"], 100 * scores["wins"])
     return max(results, key=lambda alpha: results[alpha][metric]), results
