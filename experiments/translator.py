@@ -38,8 +38,8 @@ from absl import logging  # noqa: E402
 from bytenet_tf import decoding, inference, scoring  # noqa: E402
 from bytenet_tf.training import checkpoints, evaluation, trainer  # noqa: E402
 from bytenet_tf.training.config import TrainConfig  # noqa: E402
-from experiments.common import (RESULTS, RUNS, commit, mean_last_loss, read_metrics,  # noqa: E402
-                                write_pairs, write_results)
+from experiments.common import (RESULTS, RUNS, commit, cpu_name, mean_last_loss,  # noqa: E402
+                                read_metrics, write_pairs, write_results)
 from pipelines import datasets, text  # noqa: E402
 from shared_data import deen  # noqa: E402
 
@@ -251,6 +251,8 @@ def main():
                + (f" --test_sentences={args.test_sentences}" if args.test_sentences != 500 else ""))
     path = write_results(f"translator_{args.name}", {
         "command": command, "minutes": args.minutes, "seed": args.seed, "overrides": overrides,
+        "cpu": cpu_name(), "precision": effective.get("effective_precision"),
+        "test_sentences": args.test_sentences,
         "held_out_validation": held_out, "steps": results["step"],
         "train_loss_last_10_logs": mean_last_loss(curve),
         "effective_config": {key: value for key, value in effective.items()

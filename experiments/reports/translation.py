@@ -74,6 +74,10 @@ def recipe_screen_section(screens):
     return lines
 
 
+# The runs written before translator.py recorded its machine: all on this one (findings).
+EARLIER_CPU = "Intel Xeon, AVX512-BF16, no AMX"
+
+
 def translator_section(runs):
     """The text recipe and its source-blind baseline, scored on every test set."""
     lines = ["### The text recipe: a German-English translator on the 2-core CPU", "",
@@ -81,23 +85,27 @@ def translator_section(runs):
              "budget, trained alone on the machine on ../shared/data/deen/train.* less 500 "
              "pairs held out at random (seed 13) as the validation set, which chose the "
              "exported weights and the beam's length penalty. The exported SavedModel (beam 4) "
-             "then translates multi30k-test2016 in full and the first `--test_sentences` sentences "
-             "of each newstest and FLORES set (200 in the commands below) (sacreBLEU 2.6.0, 13a, mixed case; chrF nc 6). "
+             "then translates multi30k-test2016 in full and, as the `sentences` column says, the "
+             "first 200 sentences or all of each newstest and FLORES set (sacreBLEU 2.6.0, 13a, "
+             "mixed case; chrF nc 6). "
              "`bound`: share of outputs that reached the length bound without emitting EOS "
              "(runaway repetition). `blind`: the same model with the decoder seeing zeros in "
              "place of the encoder output (`source_blind`), given the real sources at test "
              "time so its length bound is the same.", ""]
     sets = ("multi30k-test2016",) + NEWS_SETS
-    lines += ["| run | steps | exported weights | length penalty | "
-              + " | ".join(f"{s} BLEU / chrF / bound" for s in sets) + " |",
-              "|---|---|---|---|" + "---|" * len(sets)]
+    lines += ["| run | CPU, precision | steps | exported weights | length penalty | news and "
+              "FLORES sentences | " + " | ".join(f"{s} BLEU / chrF / bound" for s in sets) + " |",
+              "|---|---|---|---|---|---|" + "---|" * len(sets)]
     for name, result in runs.items():
         test = result["test"]
         selection = result["results"]["selection"]
         cells = [f"{test[s]['bleu']:.2f} / {test[s]['chrf']:.1f} / {test[s]['reached_bound']:.3f}"
                  for s in sets]
-        lines.append(f"| {name} | {result['steps']} | {selection['chosen']} | "
-                     f"{result['results']['length_penalty']['value']} | " + " | ".join(cells) + " |")
+        sentences = result.get("test_sentences", 200)
+        lines.append(f"| {name} | {result.get('cpu', EARLIER_CPU)}, "
+                     f"{result.get('precision') or 'float32'} | {result['steps']} | "
+                     f"{selection['chosen']} | {result['results']['length_penalty']['value']} | "
+                     f"{sentences or 'all'} | " + " | ".join(cells) + " |")
     lines += [""]
     for name, result in runs.items():
         greedy = (result.get("test_greedy_same_weights") or {}).get("multi30k-test2016")
@@ -115,8 +123,10 @@ def translator_section(runs):
         tried = result["results"]["length_penalty"]["tuned_on_validation"] or {}
         if tried:
             lines += ["- Length penalty on validation (beam 4): " + "; ".join(
-                f"{k}: chrF {v['chrf']:.2f}, bound {v['reached_bound']:.3f}"
-                for k, v in tried.items()) + "."]
+                f"{k}: chrF {v['chrf']:.2f}" + (f" (std {v['std']:.2f}, best in "
+                                               f"{100 * v['wins']:.0f}% of bootstrap resamples)"
+                                               if "wins" in v else "")
+                + f", bound {v['reached_bound']:.3f}" for k, v in tried.items()) + "."]
         lines += ["", f"![{name}](results/translator_{name}.png)", "",
                   "| source (multi30k-test2016) | this model | reference |", "|---|---|---|"]
         for example in beam["examples"]:
