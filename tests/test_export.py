@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import bytenet_tf
 from bytenet_tf import decoding, export, inference
+from bytenet_tf.models.bytenet import ByteNet
 from pipelines import byte_codec
 
 # Runs in a fresh interpreter: only tensorflow is imported.
@@ -120,6 +121,36 @@ class ExportTest(tf.test.TestCase):
         expected = byte_codec.decode(decoding.greedy_decode(copy, inference.source_ids(batch, 32)))
         self.assertAllEqual(loaded.signatures["serving_default"](source=batch)["translation"],
                             expected)
+
+    def test_bfloat16_export_stores_bfloat16_and_decodes_as_mixed_precision_does(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=32, num_stacks=1,
+                                       max_length=48, seed=1)
+        base = os.path.join(self.get_temp_dir(), "precision")
+        float32 = export.export_saved_model(model, base, beam_size=2)
+        path = export.export_saved_model(model, base, beam_size=2, precision="bfloat16")
+        self.assertNotEqual(path, float32)  # another option, so another version
+        with open(os.path.join(path, "assets.extra", "bytenet_config.json")) as f:
+            self.assertEqual(json.load(f)["precision"], "bfloat16")
+        stored = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+        kernels = {name: dtype for name, dtype in stored.get_variable_to_dtype_map().items()
+                   if name.startswith("model/") and "kernel" in name}
+        self.assertLen([n for n, dtype in kernels.items() if dtype == tf.bfloat16],
+                       len(kernels) - 1)
+        # The logits' projection alone stays float32, as in a mixed-precision model.
+        self.assertEqual([n for n, dtype in kernels.items() if dtype != tf.bfloat16],
+                         [n for n in kernels if "output_projection" in n])
+        # The weights rounded once to bfloat16 compute what a mixed_bfloat16 model computes.
+        config = model.get_config()
+        config.update(dtype="mixed_bfloat16", ops_policy="reference")
+        mixed = ByteNet.from_config(config)
+        mixed.build()
+        mixed.set_weights(model.get_weights())
+        sources = [b"Ein Hund l\xc3\xa4uft.", b"", b"\xff\x00", b"Zwei Katzen" * 3]
+        expected = inference.Translator(mixed, beam_size=2)(sources)
+        loaded = tf.saved_model.load(path).signatures["serving_default"]
+        self.assertEqual(inference.translate_list(loaded, sources), expected)
+        with self.assertRaisesRegex(ValueError, "float32, bfloat16.*'float16'"):
+            export.export_saved_model(model, base, precision="float16")
 
     def test_xla_compiled_export_translates_like_graph_mode(self):
         path = export.export_saved_model(self.model, os.path.join(self.get_temp_dir(), "xla"),

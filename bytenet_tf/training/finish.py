@@ -126,7 +126,7 @@ def finish(config, model, translate_fn, manager, best, writer, results, clock, p
     if config.export:
         results["export_path"] = export.export_saved_model(
             model, config.export_dir, beam_size=config.beam_size, length_alpha=alpha,
-            jit_compile=config.jit_compile_decode)
+            jit_compile=config.jit_compile_decode, precision=config.export_precision)
         logging.info("SavedModel: %s", results["export_path"])
     seconds = clock.tick() if clock.budget else None
     results["budget"] = {"time_budget_seconds": clock.budget, "seconds": seconds,
