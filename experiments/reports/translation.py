@@ -237,8 +237,8 @@ def lever_screen_section(result):
              f"({result['steps_for_equal_cpu_time']}). Metric: {result['metric']}. "
              "The batches differ from bytenet-train's (a length-sorted window shuffle padded to "
              "64, 128 or 208 ids, not tf.data buckets) and the GPU's bf16 kernels round "
-             "differently, so this ranks settings; the recipe's own figures are the CPU runs "
-             "below. Label smoothing raises the unsmoothed cross-entropy by construction, so its "
+             "differently, so this ranks settings; the recipe's own figures are the CPU runs of "
+             "the recipe table. Label smoothing raises the unsmoothed cross-entropy by construction, so its "
              "row does not say what it does to BLEU.", "",
              "| setting | overrides of the recipe | steps | held-out nats/byte (captions) | "
              "moving average (captions) | train loss |", "|---|---|---|---|---|---|"]
