@@ -112,18 +112,17 @@ def load_data(data_dir):
 
 
 def frame(pairs, length):
-    """`({"source", "target"}, labels)` int32 `(len(pairs), length)` arrays, PAD-padded."""
+    """`({"source", "target"}, labels)` int32 `(len(pairs), length)` arrays, PAD-padded:
+    `byte_codec.frame_batch` widened to `length`."""
     from pipelines import byte_codec
 
-    source = np.zeros((len(pairs), length), np.int32)
-    target, labels = np.zeros_like(source), np.zeros_like(source)
-    for row, (de, en) in enumerate(pairs):
-        src = byte_codec.encode_python(de) + [byte_codec.EOS_ID]
-        tgt = byte_codec.encode_python(en)
-        source[row, :len(src)] = src
-        target[row, :len(tgt) + 1] = [byte_codec.BOS_ID] + tgt
-        labels[row, :len(tgt) + 1] = tgt + [byte_codec.EOS_ID]
-    return {"source": source, "target": target}, labels
+    source, target, labels = byte_codec.frame_batch([de for de, _ in pairs],
+                                                    [en for _, en in pairs])
+
+    def widen(ids):  # PAD_ID is 0
+        return np.pad(ids, ((0, 0), (0, length - ids.shape[1])))
+
+    return {"source": widen(source), "target": widen(target)}, widen(labels)
 
 
 def length_of(pairs):
