@@ -110,7 +110,6 @@ def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENG
     options = {"beam_size": beam_size, "length_alpha": length_alpha, "jit_compile": jit_compile}
     if precision != "float32":  # float32 exports keep the fingerprints they always had
         options["precision"] = precision
-    serving = serving_copy(model, precision)
     export_print = fingerprint(model, **options)
     if version is None:
         newest, newest_print = _newest_export_fingerprint(export_dir)
@@ -124,7 +123,7 @@ def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENG
         raise FileExistsError(f"{final} already exists; export to a new version.")
     staging = os.path.join(export_dir, f".tmp-{version}")
     shutil.rmtree(staging, ignore_errors=True)
-    translator = Translator(serving, beam_size, length_alpha, jit_compile)
+    translator = Translator(serving_copy(model, precision), beam_size, length_alpha, jit_compile)
     tf.saved_model.save(translator, staging,
                         signatures={"serving_default": translator.translate})
     extra = os.path.join(staging, "assets.extra")

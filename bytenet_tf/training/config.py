@@ -14,6 +14,7 @@ import dataclasses
 import os
 
 from bytenet_tf import ops, zoo
+from bytenet_tf.export import PRECISIONS as EXPORT_PRECISIONS
 from bytenet_tf.layers.cross_attention import CROSS_ATTENTION
 from bytenet_tf.training import devices
 from pipelines.datasets import DataSpec
@@ -161,7 +162,7 @@ class TrainConfig:
     export_precision: str = option(
         "float32", "What the export computes in: float32, or bfloat16 (weights stored in "
         "bfloat16; faster on CPUs with native bfloat16, and some outputs differ from float32's).",
-        choices=("float32", "bfloat16"))
+        choices=EXPORT_PRECISIONS)
 
 
 def _check_at_least(config, name, minimum):
