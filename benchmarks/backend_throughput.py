@@ -8,9 +8,11 @@ Needs keras, the backend (JAX, PyTorch or TensorFlow), numpy and this source tre
 else. Times `train_on_batch` (Adam, cross-entropy over real bytes, compiled by the backend) on
 rows of real text from ../shared/data/deen/train.* cut to exactly `--length` bytes, after
 `--warmup` untimed steps, and reports the median step time. FLOPs are counted analytically
-(`bytenet_tf.flops`); the peak is the best GFLOP/s of a 4096 x 4096 matmul in the same
-precision on the same device, measured in the same run. The last line printed is one JSON
-object.
+(`bytenet_tf.flops`); the peak is the best GFLOP/s of ten `--peak_size`-square matmuls queued
+back to back, in the same precision on the same device, measured in the same run. Under JAX on
+a GPU, float32 matmuls compute in TensorFloat-32 unless
+`JAX_DEFAULT_MATMUL_PRECISION=highest`; the result names it (`matmul_precision`). The last line
+printed is one JSON object.
 """
 
 import argparse
@@ -55,18 +57,36 @@ def wait(tensor):
                                                                          "float32"))))
 
 
-def matmul_peak(dtype, size=4096, repeats=10):
-    """Best GFLOP/s of a `size` x `size` matmul in `dtype` on the backend's device."""
+def matmul_peak(dtype, size=4096, chain=10, rounds=3):
+    """GFLOP/s of `size` x `size` matmuls in `dtype` on the backend's device: `chain` of them
+    queued back to back and waited for once (so that a GPU's launch and copy-back latency does
+    not count), best of `rounds`."""
     rng = np.random.default_rng(0)
     a, b = (keras.ops.cast(keras.ops.convert_to_tensor(
         rng.standard_normal((size, size)).astype(np.float32)), dtype) for _ in range(2))
     wait(keras.ops.matmul(a, b))
     best = float("inf")
-    for _ in range(repeats):
+    for _ in range(rounds):
         start = time.perf_counter()
-        wait(keras.ops.matmul(a, b))
+        products = [keras.ops.matmul(a, b) for _ in range(chain)]
+        for product in products:
+            wait(product)
         best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best / 1e9
+    return 2 * size ** 3 * chain / best / 1e9
+
+
+def matmul_precision():
+    """What float32 matmuls compute in: JAX's default precision on a GPU is TensorFloat-32."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return jax.config.jax_default_matmul_precision or "default"
+    if backend == "torch":
+        import torch
+
+        return "tensorfloat32" if torch.backends.cuda.matmul.allow_tf32 else "float32"
+    return "default"
 
 
 def main():
@@ -80,6 +100,8 @@ def main():
     parser.add_argument("--precision", default="float32", choices=list(COMPUTE_DTYPES))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--peak_size", type=int, default=4096,
+                        help="side of the square matmuls that measure the peak (8192 on a GPU)")
     args = parser.parse_args()
 
     keras.utils.set_random_seed(0)
@@ -105,9 +127,10 @@ def main():
     seconds = float(np.median(times))
     step_flops = flops.training_flops(model, args.length, args.length, args.batch_size)
     achieved = step_flops / seconds / 1e9
-    peak = matmul_peak(COMPUTE_DTYPES[args.precision])
+    peak = matmul_peak(COMPUTE_DTYPES[args.precision], args.peak_size)
     result = {
         "backend": keras.backend.backend(), "device": device(), "model": args.model,
+        "matmul_precision": matmul_precision(),
         "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
         "parameters": model.count_params(), "seconds_per_step": float(f"{seconds:.6g}"),

@@ -3,7 +3,8 @@ logits under JAX (and PyTorch, where installed), seed 0 draws the same weights, 
 the receptive field hold, and `model.fit` trains every zoo model, with TensorFlow unimportable
 in the other backend's process (`tests/helpers/backend_checks.py`).
 
-JAX is in the `[test]` extra; a backend that is not installed is skipped, and says so.
+JAX and PyTorch (CPU builds) are in the `[test]` extra; a backend that is not installed is
+skipped, and says so.
 """
 
 import importlib.util

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import tensorflow as tf
+from absl.testing import parameterized
 
 from tests.conftest import PROJECT_ROOT, deen_path
 
@@ -24,7 +25,7 @@ def _last_json(script, *flags):
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-class BenchmarksTest(tf.test.TestCase):
+class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -83,21 +84,26 @@ class BenchmarksTest(tf.test.TestCase):
             self.assertLess(row["fraction_of_float32_peak"], 1.0)
         self.assertEqual(rows[(1, "news")]["speed_vs_first"], 1.0)
 
-    def test_backend_throughput_runs_under_jax_without_tensorflow(self):
-        if importlib.util.find_spec("jax") is None:
-            self.skipTest("jax is not installed here (pip install 'bytenet_tf[test]' installs it)")
+    @parameterized.named_parameters(("jax", "jax"), ("torch", "torch"))
+    def test_backend_throughput_runs_without_tensorflow(self, backend):
+        if importlib.util.find_spec(backend) is None:
+            self.skipTest(f"{backend} is not installed here (pip install 'bytenet_tf[test]' "
+                          "installs it)")
+        argv = TINY + ["--peak_size=1024"]
         code = ("import runpy, sys; sys.modules['tensorflow'] = None; "
-                f"sys.argv = ['backend_throughput.py'] + {TINY!r}; "
+                f"sys.argv = ['backend_throughput.py'] + {argv!r}; "
                 f"runpy.run_path({os.path.join(PROJECT_ROOT, 'benchmarks', 'backend_throughput.py')!r}, "
                 "run_name='__main__')")
         completed = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-            env=dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
+            env=dict(os.environ, KERAS_BACKEND=backend, JAX_PLATFORMS="cpu",
+                     CUDA_VISIBLE_DEVICES="",
                      PYTHONPATH=PROJECT_ROOT + os.pathsep + os.path.join(PROJECT_ROOT,
                                                                          "benchmarks")))
         self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
         result = json.loads(completed.stdout.strip().splitlines()[-1])
-        self.assertEqual(result["backend"], "jax")
+        self.assertEqual(result["backend"], backend)
+        self.assertEqual(result["matmul_precision"], "float32" if backend == "torch" else "default")
         self.assertAllClose(result["target_bytes_per_s"], 2 * 16 / result["seconds_per_step"],
                             rtol=1e-4)
         self.assertGreater(result["matmul_peak_gflop_per_s"], result["gflop_per_s"])

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from keras.ops import convert_to_numpy as to_numpy  # noqa: E402
 
 import bytenet_tf  # noqa: E402
 from pipelines import byte_codec  # noqa: E402
@@ -29,15 +30,15 @@ def causality(model):
     """Changing target byte t changes no logit before t, and the source changes logit 0."""
     source = np.array([[10, 11, 12, byte_codec.EOS_ID]], np.int32)
     target = np.array([[byte_codec.BOS_ID, 20, 21, 22, 23, 24]], np.int32)
-    base = np.asarray(model({"source": source, "target": target}))
+    base = to_numpy(model({"source": source, "target": target}))
     leaks = []
     for t in range(1, target.shape[1]):
         changed = target.copy()
         changed[0, t] = 99
-        logits = np.asarray(model({"source": source, "target": changed}))
+        logits = to_numpy(model({"source": source, "target": changed}))
         leaks.append(float(np.abs(logits[:, :t] - base[:, :t]).max()))
     other = np.array([[30, 31, 32, byte_codec.EOS_ID]], np.int32)
-    source_effect = float(np.abs(np.asarray(model({"source": other, "target": target}))[:, 0]
+    source_effect = float(np.abs(to_numpy(model({"source": other, "target": target}))[:, 0]
                                  - base[:, 0]).max())
     return {"largest_leak": max(leaks), "source_effect": source_effect}
 
@@ -50,11 +51,11 @@ def receptive_field(seed=0):
     source = np.array([[5, byte_codec.EOS_ID]], np.int32)
     target = np.full((1, length), 40, np.int32)
     target[0, 0] = 41
-    base = np.asarray(model({"source": source, "target": target}), np.float64)
-    table = np.asarray(model.target_embedding.embeddings).copy()
+    base = to_numpy(model({"source": source, "target": target})).astype(np.float64)
+    table = to_numpy(model.target_embedding.embeddings).copy()
     table[41] = 100.0 * np.random.default_rng(seed).standard_normal(table.shape[1])
     model.target_embedding.embeddings.assign(table)
-    moved = np.asarray(model({"source": source, "target": target}), np.float64)
+    moved = to_numpy(model({"source": source, "target": target})).astype(np.float64)
     touched = np.nonzero(np.abs(moved - base)[0].max(axis=-1) > 0)[0]
     return {"analytic": model.receptive_field, "touched": touched.tolist()}
 
@@ -83,11 +84,11 @@ def main(folder):
         model = bytenet_tf.build_model(name, seed=7, **SMALL)
         model(inputs)
         model.load_weights(os.path.join(folder, f"{name}.weights.h5"))
-        np.save(os.path.join(folder, f"{name}.{backend}.logits.npy"), np.asarray(model(inputs)))
+        np.save(os.path.join(folder, f"{name}.{backend}.logits.npy"), to_numpy(model(inputs)))
         seeded = bytenet_tf.build_model(name, seed=0, **SMALL)
         seeded(inputs)
         np.savez(os.path.join(folder, f"{name}.{backend}.seeded.npz"),
-                 **{w.path: np.asarray(w) for w in seeded.weights})
+                 **{w.path: to_numpy(w) for w in seeded.weights})
         first, last = fit(name)
         results["models"][name] = dict(causality(seeded), first_loss=first, last_loss=last)
     results["receptive_field"] = receptive_field()
