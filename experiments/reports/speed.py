@@ -51,8 +51,49 @@ def budget_section(result):
             f"| {result['step']} |"]
 
 
+def gpu_section(result):
+    """Training step under JAX on a GPU, with its share of the matmul peak measured there."""
+    lines = ["### Training on a GPU under JAX", "", provenance(result),
+             f"Device: {result['device']}. {result['how']}", "",
+             "| model | batch x bytes | precision | ms/step | target bytes/s | GFLOP/s (analytic) "
+             "| matmul peak, GFLOP/s | share of peak |", "|---|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        lines.append(f"| {row['model']} h{row['hidden_size']} x{row['num_stacks']} | "
+                     f"{row['batch_size']} x {row['length']} | {row['precision']} | "
+                     f"{row['seconds_per_step'] * 1000:.1f} | {row['target_bytes_per_s']:.0f} | "
+                     f"{row['gflop_per_s']:.0f} | {row['matmul_peak_gflop_per_s']:.0f} | "
+                     f"{100 * row['fraction_of_peak']:.1f}% |")
+    other = result["other_machine"]
+    lines += ["", f"{other['how']}, at commit {other['commit']}:", "",
+              "| model | batch x bytes | precision | ms/step | target bytes/s |",
+              "|---|---|---|---|---|"]
+    for row in other["rows"]:
+        lines.append(f"| {row['model']} h{row['hidden_size']} x{row['num_stacks']} | "
+                     f"{row['batch_size']} x {row['length']} | {row['precision']} | "
+                     f"{row['seconds_per_step'] * 1000:.1f} | {row['target_bytes_per_s']:.0f} |")
+    return lines
+
+
+def backends_section(result):
+    """One weights file written under TensorFlow on the CPU, read on a GPU by other backends."""
+    lines = ["### One weights file on other backends, on a GPU", "", provenance(result),
+             f"Device: {result['device']}. {result['how']}", "",
+             "| backend and precision | largest logit difference from TensorFlow (all zoo "
+             "models) | seed 0 draws the same weights | causal leak | receptive-field positions "
+             "that respond |", "|---|---|---|---|---|"]
+    for row in result["rows"]:
+        models = row["models"].values()
+        lines.append(
+            f"| {row['setting']} | {max(m['max_abs_logit_difference'] for m in models):.2g} | "
+            f"{'yes' if all(m['seed0_weights_equal'] for m in models) else 'no'} | "
+            f"{max(m['largest_causal_leak'] for m in models):g} | "
+            f"{row['positions_touched']} of {row['receptive_field']} |")
+    return lines
+
+
 def render():
-    """The section's subsections, from speed.json, translate_speed*.json and recipe_budget.json."""
+    """The section's subsections, from speed.json, translate_speed*.json, recipe_budget.json and
+    the GPU files backend_throughput_h200.json and backend_logits_h200.json."""
     result = load("speed")
     lines = (speed_section(result) if result else ["Not run yet."]) + [""]
     for result in results_named("translate_speed").values():
@@ -60,4 +101,9 @@ def render():
     result = load("recipe_budget")
     if result:
         lines += budget_section(result) + [""]
+    for name, section in (("backend_throughput_h200", gpu_section),
+                          ("backend_logits_h200", backends_section)):
+        result = load(name)
+        if result:
+            lines += section(result) + [""]
     return lines
