@@ -65,6 +65,9 @@ def add_step_arguments(parser, steps, warmup):
     parser.add_argument("--ops_policy", default="auto",
                         choices=["auto", "reference", "cpu", "cpu_fused"],
                         help="as bytenet-train's --ops_policy (auto: what the binary picks)")
+    parser.add_argument("--dropout_rate", type=float, default=None,
+                        help="the model's dropout rate (default: the zoo model's; the text "
+                             "recipe trains with 0)")
     parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--warmup", type=int, default=warmup)
 
@@ -74,6 +77,8 @@ def build_step(args, **overrides):
     `overrides` go to `zoo.build_model` (e.g. `residual_gate=True`)."""
     keras.utils.set_random_seed(0)
     args.ops_policy, _ = ops.resolve_policy(args.ops_policy)
+    if args.dropout_rate is not None:
+        overrides = dict(overrides, dropout_rate=args.dropout_rate)
     model = zoo.build_model(args.model, hidden_size=args.hidden_size, num_stacks=args.num_stacks,
                             dtype=args.precision, max_length=args.length + 1, seed=0,
                             ops_policy=args.ops_policy, **overrides)
@@ -119,7 +124,7 @@ def main():
     result = {
         "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
-        "ops_policy": args.ops_policy,
+        "ops_policy": args.ops_policy, "dropout_rate": model.dropout_rate,
         "parameters": model.count_params(), "seconds_per_step": significant(seconds),
         "seconds_per_step_min_max": [significant(min(times)), significant(max(times))],
         "target_bytes_per_s": significant(args.batch_size * args.length / seconds),
