@@ -51,6 +51,13 @@ def budget_section(result):
             f"| {result['step']} |"]
 
 
+def _step_cells(row):
+    """The first cells of a backend_throughput row: shape, batch, precision, ms/step, bytes/s."""
+    return (f"| {row['model']} h{row['hidden_size']} x{row['num_stacks']} | "
+            f"{row['batch_size']} x {row['length']} | {row['precision']} | "
+            f"{row['seconds_per_step'] * 1000:.1f} | {row['target_bytes_per_s']:.0f} |")
+
+
 def gpu_section(result):
     """Training step under JAX on a GPU, with its share of the matmul peak measured there."""
     lines = ["### Training on a GPU under JAX", "", provenance(result),
@@ -58,19 +65,13 @@ def gpu_section(result):
              "| model | batch x bytes | precision | ms/step | target bytes/s | GFLOP/s (analytic) "
              "| matmul peak, GFLOP/s | share of peak |", "|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
-        lines.append(f"| {row['model']} h{row['hidden_size']} x{row['num_stacks']} | "
-                     f"{row['batch_size']} x {row['length']} | {row['precision']} | "
-                     f"{row['seconds_per_step'] * 1000:.1f} | {row['target_bytes_per_s']:.0f} | "
-                     f"{row['gflop_per_s']:.0f} | {row['matmul_peak_gflop_per_s']:.0f} | "
-                     f"{100 * row['fraction_of_peak']:.1f}% |")
+        lines.append(_step_cells(row) + f" {row['gflop_per_s']:.0f} | "
+                     f"{row['matmul_peak_gflop_per_s']:.0f} | {100 * row['fraction_of_peak']:.1f}% |")
     other = result["other_machine"]
     lines += ["", f"{other['how']}, at commit {other['commit']}:", "",
               "| model | batch x bytes | precision | ms/step | target bytes/s |",
               "|---|---|---|---|---|"]
-    for row in other["rows"]:
-        lines.append(f"| {row['model']} h{row['hidden_size']} x{row['num_stacks']} | "
-                     f"{row['batch_size']} x {row['length']} | {row['precision']} | "
-                     f"{row['seconds_per_step'] * 1000:.1f} | {row['target_bytes_per_s']:.0f} |")
+    lines += [_step_cells(row) for row in other["rows"]]
     return lines
 
 
