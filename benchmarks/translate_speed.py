@@ -5,9 +5,10 @@ translators on captions and news, and their share of the analytic FLOP bound.
 
 Each SavedModel translates the 1000 Multi30k test2016 captions and the first `--news`
 sentences of newstest2015 (../shared/data/deen) as bytenet-evaluate does
-(`inference.translate_batches`, length-sorted batches of `--batch_size`), after one untimed
-batch. The exports are timed in turn, round after round (A B A B ...), and the median of the
-rounds is reported, with each export's speed relative to the first one's.
+(`inference.translate_batches`, length-sorted batches of `--batch_size`, which may differ per
+export), after one untimed batch. The exports are timed in turn, round after round (A B A B
+...), and the median of the rounds is reported, with each export's speed relative to the first
+one's.
 
 The FLOP bound counts the matrix products that the translations need (`bytenet_tf.flops`):
 the encoder over each source, and the decoder over each output byte and its EOS, once per
@@ -65,20 +66,29 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--news", type=int, default=500, help="newstest2015 sentences")
     parser.add_argument("--captions", type=int, default=1000, help="Multi30k captions")
-    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--batch_size", type=int, action="append",
+                        help="sentences per batch: once for every export, or once per "
+                             f"--saved_model in its order (default {inference.DEFAULT_BATCH_SIZE})")
     args = parser.parse_args()
+    batch_sizes = args.batch_size or [inference.DEFAULT_BATCH_SIZE]
+    if len(batch_sizes) == 1:
+        batch_sizes = batch_sizes * len(args.saved_model)
+    if len(batch_sizes) != len(args.saved_model) or min(batch_sizes) < 1:
+        parser.error(f"--batch_size={batch_sizes}: give one size >= 1, or one per --saved_model "
+                     f"({len(args.saved_model)})")
 
     captions, _, _ = read_parallel_lines(deen("multi30k-test2016.de"),
                                          deen("multi30k-test2016.en"))
     news, _, _ = read_parallel_lines(deen("newstest2015.de"), deen("newstest2015.en"))
     sets = {"captions": captions[:args.captions], "news": news[:args.news]}
     exports = []
-    for path in args.saved_model:
+    for path, batch_size in zip(args.saved_model, batch_sizes):
         signature, version_dir = inference.load_saved_model(path)
         options = export_options(version_dir)
         translate = inference.as_translate_fn(signature)
-        translate(sets["captions"][:args.batch_size])  # untimed: the first call's set-up
+        translate(sets["captions"][:batch_size])  # untimed: the first call's set-up
         exports.append({"path": version_dir, "translate": translate, "options": options,
+                        "batch_size": batch_size,
                         "model": ByteNet.from_config(options["model"]),
                         "seconds": {name: [] for name in sets}, "outputs": {}})
     for _ in range(args.rounds):
@@ -86,7 +96,7 @@ def main():
             for name, sources in sets.items():
                 start = time.perf_counter()
                 outputs = inference.translate_batches(export["translate"], sources,
-                                                      args.batch_size)
+                                                      export["batch_size"])
                 export["seconds"][name].append(time.perf_counter() - start)
                 export["outputs"][name] = outputs
     peak = matmul_peak(tf.float32)
@@ -99,6 +109,7 @@ def main():
             bound = flop_bound(model, beam, sources, outputs, model.max_length)
             rows.append({
                 "saved_model": export["path"], "set": name, "beam_size": beam,
+                "batch_size": export["batch_size"],
                 "sentences": len(sources), "seconds": significant(seconds),
                 "seconds_per_round": [significant(s) for s in export["seconds"][name]],
                 "sentences_per_s": round(len(sources) / seconds, 2),
@@ -120,13 +131,14 @@ def main():
     for row in rows:
         row["speed_vs_first"] = round(row["sentences_per_s"]
                                       / first[row["set"]]["sentences_per_s"], 3)
-        print(f"{row['saved_model']} beam {row['beam_size']}, {row['set']}: "
+        print(f"{row['saved_model']} beam {row['beam_size']}, batch {row['batch_size']}, "
+              f"{row['set']}: "
               f"{100 * row['identical_to_first_of_its_beam']:.1f}% identical outputs, "
               f"{row['sentences_per_s']:.1f} sentences/s, {row['target_bytes_per_s']:.0f} "
               f"target bytes/s, {100 * row['fraction_of_float32_peak']:.1f}% of the "
               f"{peak:.0f} GFLOP/s float32 peak, {row['speed_vs_first']:.2f}x the first")
     print(json.dumps({"matmul_peak_gflop_per_s": round(peak, 1), "rounds": args.rounds,
-                      "batch_size": args.batch_size, "rows": rows}))
+                      "rows": rows}))
 
 
 if __name__ == "__main__":

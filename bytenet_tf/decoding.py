@@ -8,7 +8,9 @@ Cached decoding follows Fast WaveNet (Paine et al. 2016, arXiv:1611.09482): the 
 once, and each causal dilated convolution keeps a queue of the `(kernel_size - 1) * dilation`
 inputs it still needs, so one output byte costs one position per layer: O(L) for L bytes. The
 naive decoder re-runs the whole decoder on the prefix for every byte, O(L^2); it is kept as the
-reference that cached decoding must equal.
+reference that cached decoding must equal. Here the queues are TensorLists of past steps
+(`_History`), read through a per-row lineage table: a step writes one element and reads two
+per layer, and beam search reorders the table, never the queues.
 
 **Dynamic unfolding** bounds each row's output at `ceil(unfold_a * bytes + unfold_b) + margin`,
 where `bytes` is the source length without EOS. Decoding stops early once every row has emitted
@@ -95,6 +97,84 @@ def _free_rows(structure):
                                  structure)
 
 
+class _History:
+    """One causal convolution's past inputs during cached decoding, read along each row's lineage.
+
+    What `DilatedConv1D.step` reads and writes in place of its ring-buffer queue. The inputs of
+    step `s`, `(rows at s, channels)`, are element `s mod length` of a TensorList of `length`
+    (the convolution's `queue_length`) elements. A step reads two elements' rows and writes one
+    element, and nothing else is copied; a tensor queue is copied whole by every write and every
+    reorder (about 38 MB per step for 256 rows at hidden 400 and 3 stacks). Each element keeps
+    the rows of its own step: running row `r` finds its input from `lag` steps back in row
+    `ancestors[r, lag - 1]` of that step's element. Beam search reorders this small table
+    instead of the histories, and a row that leaves the batch leaves only the table.
+
+    Args:
+        handle: the TensorList, a variant scalar (`empty`, or the last step's `write`).
+        length: int, the number of elements.
+        position: int32 scalar, the step being decoded.
+        ancestors: int32 `(running, max_lag)` (`_lineage`).
+        dtype: the elements' dtype.
+    """
+
+    def __init__(self, handle, length, position, ancestors, dtype):
+        self.handle, self.length, self.position = handle, length, position
+        self.ancestors, self.dtype = ancestors, dtype
+
+    @staticmethod
+    def empty(length, rows, channels, dtype):
+        """A TensorList of `length` zero elements `(rows, channels)`: the inputs before step 0."""
+        return tf.raw_ops.TensorListFromTensor(tensor=tf.zeros([length, rows, channels], dtype),
+                                               element_shape=tf.constant([-1, channels]))
+
+    def read(self, lags):
+        """The inputs `lag` steps back of every running row: a list of `(running, channels)`."""
+        return [tf.gather(tf.raw_ops.TensorListGetItem(
+            input_handle=self.handle, index=tf.math.floormod(self.position - lag, self.length),
+            element_shape=tf.constant([-1, -1]), element_dtype=self.dtype),
+            self.ancestors[:, lag - 1]) for lag in lags]
+
+    def write(self, inputs):
+        """The history with `inputs` `(running, channels)` as this step's element."""
+        handle = tf.raw_ops.TensorListSetItem(
+            input_handle=self.handle, index=tf.math.floormod(self.position, self.length),
+            item=inputs)
+        return _History(handle, self.length, self.position, self.ancestors, self.dtype)
+
+
+def _empty_histories(model, rows):
+    """Zero histories of every decoder block (TensorList handles), and the lineage table of
+    `rows` rows that reads them (every past input of row `r` in row `r`)."""
+    convs = [block.dilated_conv for block in model.decoder_blocks]
+    handles = [_History.empty(conv.queue_length, rows, conv.input_dim, conv.compute_dtype)
+               for conv in convs]
+    max_lag = max(conv.queue_length for conv in convs)
+    return handles, tf.tile(tf.range(rows)[:, tf.newaxis], [1, max_lag])
+
+
+def _lineage(ancestors, parents):
+    """The lineage table after a step: row `r` continues row `parents[r]` of this step.
+
+    `ancestors[r, lag - 1]` is the row, in the numbering of the step `lag` steps back, of row
+    `r`'s input there: after the step, lag 1 is the parent itself and older lags are the
+    parent's.
+    """
+    return tf.concat([parents[:, tf.newaxis], tf.gather(ancestors, parents)[:, :-1]], axis=1)
+
+
+def _decoder_step(model, encoded_t, previous, handles, t, ancestors, memory):
+    """`model.decoder_step` with every block reading and writing a `_History`.
+
+    Returns:
+        `(logits, new_handles)`.
+    """
+    histories = [_History(handle, block.dilated_conv.queue_length, t, ancestors,
+                          block.dilated_conv.compute_dtype)
+                 for block, handle in zip(model.decoder_blocks, handles)]
+    logits, histories = model.decoder_step(encoded_t, previous, histories, memory, t)
+    return logits, [history.handle for history in histories]
+
+
 def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
                   ignore_eos=False, return_logits=False, capacity=None):
     """Cached greedy decoding.
@@ -122,35 +202,39 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     # Unwritten entries stay 0, which is PAD_ID.
     ids = tf.zeros([capacity if capacity is not None else steps, batch], tf.int32)
     all_logits = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[None, None])
-    # What each running row carries: its row in the output, and its own inputs and caches.
+    # What each running row carries: its row in the output (and in the histories), and its own
+    # inputs and attention memory.
+    handles, ancestors = _empty_histories(model, batch)
     rows = (tf.range(batch), tf.fill([batch], BOS_ID), tf.zeros([batch], tf.bool), limits,
-            encoded, () if memory is None else memory, model.initial_decoder_state(batch))
+            ancestors, () if memory is None else memory)
 
-    def cond(t, rows, ids, all_logits):
+    def cond(t, rows, handles, ids, all_logits):
         return _running(t, steps, rows[2], ignore_eos)
 
-    def body(t, rows, ids, all_logits):
-        index, previous, finished, limits, encoded, memory, state = rows
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state,
-                                           memory or None, t)
+    def body(t, rows, handles, ids, all_logits):
+        index, previous, finished, limits, ancestors, memory = rows
+        logits, handles = _decoder_step(model, tf.gather(_encoded_at(encoded, t), index),
+                                        previous, handles, t, ancestors, memory or None)
         if return_logits:
             all_logits = all_logits.write(t, logits)
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
         ids = tf.tensor_scatter_nd_update(
             ids, tf.stack([tf.fill(tf.shape(index), t), index], axis=1), chosen)
-        rows = (index, chosen, finished, limits, encoded, memory, state)
+        # Each row continues itself.
+        ancestors = tf.concat([tf.range(tf.shape(index)[0])[:, tf.newaxis], ancestors[:, :-1]], 1)
+        rows = (index, chosen, finished, limits, ancestors, memory)
         if compact:
             rows = tf.cond(tf.reduce_any(finished),
                            lambda: _take(rows, tf.where(tf.logical_not(finished))[:, 0]),
                            lambda: rows)
-        return t + 1, rows, ids, all_logits
+        return t + 1, rows, handles, ids, all_logits
 
-    loop_vars = (tf.constant(0), rows, ids, all_logits)
-    length, _, ids, all_logits = tf.while_loop(
+    loop_vars = (tf.constant(0), rows, handles, ids, all_logits)
+    length, _, _, ids, all_logits = tf.while_loop(
         cond, body, loop_vars,
         shape_invariants=(tf.TensorShape([]), _free_rows(rows) if compact else
-                          tf.nest.map_structure(lambda x: x.shape, rows), ids.shape,
-                          tf.TensorShape(None)))
+                          tf.nest.map_structure(lambda x: x.shape, rows),
+                          [tf.TensorShape([])] * len(handles), ids.shape, tf.TensorShape(None)))
     output = tf.transpose(ids, [1, 0])
     if capacity is None:
         output = output[:, :length]
@@ -216,7 +300,7 @@ def best_beam(scores, lengths, length_alpha):
 def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_PENALTY,
                        margin=DEFAULT_MARGIN, max_output_length=None, return_scores=False,
                        capacity=None, return_beams=False):
-    """Cached beam search; the caches of every beam are reordered after each step.
+    """Cached beam search; each beam reads its past along its lineage (`_History`).
 
     Finished beams are extended with PAD at no cost; among the final beams the one with the
     best length-normalized log-probability (score / ((5 + length) / 6) ** `length_alpha`) wins.
@@ -256,11 +340,12 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
     positions = tf.range(width)
     # Per running sentence: its row in the output, its k beams' scores, lengths and bytes
     # (batch, k, ...); per beam (batch * k, ...): the last byte, whether it is finished, its
-    # bound, and its source, memory and caches.
+    # bound, the rows that hold its inputs of past steps (`_History`), and the attention memory.
     sentences = (tf.range(batch), scores, tf.zeros([batch, k], tf.int32),
                  tf.zeros([batch, k, width], tf.int32))
+    handles, ancestors = _empty_histories(model, flat)
     beams = (tf.fill([flat], BOS_ID), tf.zeros([flat], tf.bool), tf.repeat(limits, k, axis=0),
-             tf.repeat(encoded, k, axis=0), memory, model.initial_decoder_state(flat))
+             ancestors, memory)
     # The results of every sentence, written when it leaves the batch and at the end.
     results = (tf.zeros([batch, k]), tf.zeros([batch, k], tf.int32),
                tf.zeros([batch, k, width], tf.int32))
@@ -270,15 +355,16 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         return tuple(tf.tensor_scatter_nd_update(result, index, value)
                      for result, value in zip(results, sentences[1:]))
 
-    def cond(t, sentences, beams, results):
+    def cond(t, sentences, beams, handles, results):
         return tf.logical_and(t < steps, tf.logical_not(tf.reduce_all(beams[1])))
 
-    def body(t, sentences, beams, results):
+    def body(t, sentences, beams, handles, results):
         index, scores, lengths, sequences = sentences
-        previous, finished, limits, encoded, memory, state = beams
+        previous, finished, limits, ancestors, memory = beams
         running = tf.shape(index)[0]
-        logits, state = model.decoder_step(_encoded_at(encoded, t), previous, state,
-                                           memory or None, t)
+        encoded_t = tf.repeat(tf.gather(_encoded_at(encoded, t), index), k, axis=0)
+        logits, handles = _decoder_step(model, encoded_t, previous, handles, t, ancestors,
+                                        memory or None)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
         # A finished beam continues with PAD at log-probability 0 and nothing else.
@@ -290,7 +376,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         parents = best // vocab
         chosen = best % vocab
         flat_parents = tf.reshape(parents + tf.range(running)[:, tf.newaxis] * k, [running * k])
-        state = [tf.gather(queue, flat_parents) for queue in state]
+        ancestors = _lineage(ancestors, flat_parents)
         finished = tf.gather(finished, flat_parents)
         lengths = tf.gather(lengths, parents, batch_dims=1)
         sequences = tf.gather(sequences, parents, batch_dims=1)
@@ -300,7 +386,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         chosen = tf.reshape(chosen, [running * k])
         finished = finished | tf.equal(chosen, EOS_ID) | (t + 1 >= limits)
         sentences = (index, scores, lengths, sequences)
-        beams = (chosen, finished, limits, encoded, memory, state)
+        beams = (chosen, finished, limits, ancestors, memory)
         if compact:
             done = tf.reduce_all(tf.reshape(finished, [running, k]), axis=1)
 
@@ -313,15 +399,16 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
 
             results, sentences, beams = tf.cond(tf.reduce_any(done), leave,
                                                  lambda: (results, sentences, beams))
-        return t + 1, sentences, beams, results
+        return t + 1, sentences, beams, handles, results
 
     def invariants(structure):
         return _free_rows(structure) if compact else tf.nest.map_structure(
             lambda x: x.shape, structure)
 
-    length, sentences, _, results = tf.while_loop(
-        cond, body, (tf.constant(0), sentences, beams, results),
+    length, sentences, _, _, results = tf.while_loop(
+        cond, body, (tf.constant(0), sentences, beams, handles, results),
         shape_invariants=(tf.TensorShape([]), invariants(sentences), invariants(beams),
+                          [tf.TensorShape([])] * len(handles),
                           tf.nest.map_structure(lambda x: x.shape, results)))
     scores, lengths, sequences = store(results, sentences)
     if capacity is None:

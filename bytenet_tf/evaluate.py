@@ -31,7 +31,7 @@ cli.define_flags([field for field in dataclasses.fields(DataSpec)
                   if field.name in ("newstest_year", "source_lang", "target_lang", "data_dir")],
                  __name__)
 flags.DEFINE_string("output_file", None, "Write the translations here, one per source line.")
-flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
+flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.")
 flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
 flags.mark_flag_as_required("saved_model")
 

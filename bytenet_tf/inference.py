@@ -25,6 +25,12 @@ from bytenet_tf import decoding, vocabulary
 from pipelines.options import MissingFileError
 
 
+# Sentences per decoding batch where none is given: bytenet-evaluate, bytenet-translate and
+# validation. A decoding step is one small product per layer over every running beam, so more
+# sentences per batch use the CPU's matrix units better (docs/results.md, "Translation speed").
+DEFAULT_BATCH_SIZE = 256
+
+
 def source_ids(strings, max_length):
     """Encodes `(batch,)` strings as EOS-framed int32 ids `(batch, S)`, truncated to fit.
 
@@ -166,7 +172,8 @@ def load_saved_model(path):
     return tf.saved_model.load(version_dir).signatures["serving_default"], version_dir
 
 
-def translate_batches(translate_fn, sources, batch_size=64, progress=False, description="translate"):
+def translate_batches(translate_fn, sources, batch_size=DEFAULT_BATCH_SIZE, progress=False,
+                      description="translate"):
     """Translates `sources` (list of bytes) in length-sorted batches, keeping their order.
 
     Every source is translated, the empty string included.

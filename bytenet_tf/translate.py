@@ -15,7 +15,7 @@ from bytenet_tf import cli, inference
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
-flags.DEFINE_integer("batch_size", 64, "Sentences per batch.")
+flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.")
 flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
 flags.mark_flag_as_required("saved_model")
 

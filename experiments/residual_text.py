@@ -283,7 +283,7 @@ def main():
         setting_overrides(setting)  # fail before any training on a bad name
     name = args.name or f"residual_text_{args.steps}steps"
     data, held_out = held_out_data(os.path.join(RUNS, "translator", "data"))
-    command = (f"python experiments/residual_text.py "
+    command = ("python experiments/residual_text.py "
                + (f"--model={args.model} " if args.model != DEFAULT_MODEL else "")
                + f"--steps={args.steps} "
                f"--settings={args.settings} --seeds={args.seeds} --precision={args.precision}"

@@ -93,6 +93,36 @@ def _early_stopping_model(name, seed=3):
     return model
 
 
+def _naive_beam_search(model, source, beam_size, max_output_length):
+    """Beam search that re-runs the whole decoder on every beam's prefix at each step, one
+    sentence at a time: the O(L^2) reference of `decoding.beam_search_decode` at
+    `length_alpha=0`, with no cache to reorder. Returns a list of output id lists."""
+    limits = decoding.output_limits(model, source, max_output_length=max_output_length).numpy()
+    outputs = []
+    for row in range(source.shape[0]):
+        sentence = source[row:row + 1]
+        encoded = tf.repeat(model.encode(sentence), beam_size, axis=0)
+        mask = tf.repeat(tf.not_equal(sentence, byte_codec.PAD_ID), beam_size, axis=0)
+        prefixes = np.full((beam_size, 1), byte_codec.BOS_ID)
+        scores = np.array([0.0] + [-1e9] * (beam_size - 1), np.float32)
+        finished = np.zeros(beam_size, bool)
+        for t in range(limits[row]):
+            logits = model.decode(encoded, tf.constant(prefixes, tf.int32), source_mask=mask)
+            log_probs = tf.nn.log_softmax(logits[:, -1]).numpy()
+            log_probs[finished] = -1e9
+            log_probs[finished, byte_codec.PAD_ID] = 0.0
+            top = tf.math.top_k((scores[:, None] + log_probs).reshape(-1), k=beam_size)
+            scores = top.values.numpy()
+            parents, chosen = np.divmod(top.indices.numpy(), byte_codec.VOCAB_SIZE)
+            prefixes = np.concatenate([prefixes[parents], chosen[:, None]], axis=1)
+            finished = finished[parents] | (chosen == byte_codec.EOS_ID) | (t + 1 >= limits[row])
+            if finished.all():
+                break
+        best = prefixes[np.argmax(scores), 1:]
+        outputs.append([int(i) for i in best if i != byte_codec.PAD_ID])
+    return outputs
+
+
 class CompactionTest(parameterized.TestCase, tf.test.TestCase):
     """Finished rows leave the batch: the outputs stay those of decoding every row to the end."""
 
@@ -123,6 +153,27 @@ class CompactionTest(parameterized.TestCase, tf.test.TestCase):
                 self.assertAllEqual(static[:, ids.shape[1]:],
                                     tf.zeros_like(static[:, ids.shape[1]:]))
                 self.assertAllClose(scores, static_scores, atol=1e-5)
+
+    def test_beam_search_equals_the_naive_beam_search(self):
+        # Each beam reads its past along its lineage; over 45 steps every lag of the dilations
+        # (up to 32 steps back) is read after beams have been reordered and sentences have
+        # left the batch (at their length bounds: EOS is made unlikely).
+        for name in ("bytenet_selu", "bytenet_small"):
+            with self.subTest(model=name):
+                model = bytenet_tf.build_model(name, hidden_size=24, num_stacks=1,
+                                               dropout_rate=0.0, seed=7)
+                bias = np.zeros(byte_codec.VOCAB_SIZE, np.float32)
+                bias[byte_codec.EOS_ID] = -30.0
+                model.output_projection.bias.assign(bias)
+                source = tf.constant(byte_codec.frame_batch(
+                    [b""] + synthetic_lines(5, 11, 45)))
+                ids = decoding.beam_search_decode(model, source, beam_size=3, length_alpha=0.0,
+                                                  max_output_length=45).numpy()
+                cached = [[int(i) for i in row if i != byte_codec.PAD_ID] for row in ids]
+                lengths = [len(row) for row in cached]
+                self.assertGreater(max(lengths), 33, "no beam ran past the longest lag")
+                self.assertGreater(len(set(lengths)), 2, "sentences should finish apart")
+                self.assertEqual(cached, _naive_beam_search(model, source, 3, 45))
 
     def test_every_beam_serves_every_length_penalty(self):
         model = _early_stopping_model("bytenet_selu", seed=5)

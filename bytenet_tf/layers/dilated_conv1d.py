@@ -120,16 +120,25 @@ class DilatedConv1D(keras.layers.Layer):
             inputs: tensor of shape `(batch_size, input_dim)`, the input at position `t`.
             queue: tensor of shape `(batch_size, queue_length, input_dim)` from `initial_queue`
                 or the last step: the inputs before `t` (zeros before the start).
+                Or a history object of cached decoding (`bytenet_tf.decoding`) with
+                `read(lags)`, the inputs `lag` steps back as a list of `(batch_size, input_dim)`,
+                and `write(inputs)`, the history for `t+1`.
             position: int32 scalar `t`, or None. With `t` the queue is a ring buffer, the input
                 of position `s` in slot `s mod queue_length`: a step reads its taps and writes
                 one slot. Without, the queue holds inputs `t - queue_length .. t - 1` in order
                 and every step shifts it by a copy. Step one queue in one way throughout.
+                A history object keeps its own position.
 
         Returns:
             `(outputs, new_queue)`: outputs of shape `(batch_size, filters)`, and the queue for `t+1`.
         """
         if not self.causal:
             raise ValueError(f"Layer {self.name!r} is centred; only a causal convolution can step.")
+        if hasattr(queue, "read"):
+            # Taps t - (k-1)d, ..., t - d, then t: the kernel's taps, outermost in `matrix`.
+            lags = [self.dilation_rate * k for k in range(self.kernel_size - 1, 0, -1)]
+            taps = kops.concatenate(queue.read(lags) + [inputs], axis=-1)
+            return self.ops.dense(taps, self.matrix, self.bias_or_none), queue.write(inputs)
         current = kops.expand_dims(inputs, 1)
         if position is None:
             window = kops.concatenate([queue, current], axis=1)

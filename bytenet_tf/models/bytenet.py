@@ -341,7 +341,7 @@ class ByteNet(keras.Model):
             encoded_t: `(batch, hidden_size)`, the encoder output at this position (zeros past
                 the end of the source).
             previous_ids: int32 `(batch,)`, the byte before the one to predict (BOS_ID at first).
-            state: list of queues from `initial_decoder_state` or the previous step.
+            state: per block, a queue that `DilatedConv1D.step` takes (`initial_decoder_state`).
             memory: `attention_memory` of the source (needed with cross-attention), or None.
             position: int32 scalar, this step's target position, at every step or none: it
                 makes the queues ring buffers (`DilatedConv1D.step`); position encodings need it.

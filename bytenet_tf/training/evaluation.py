@@ -36,7 +36,7 @@ def validate(translate_fn, sources, references, progress=False):
         `bleu_caveat` (see `bytenet_tf.scoring.bleu_caveat`) and, when `translate_fn` has an
         `output_bound` (a `Translator`), `reached_bound` (see `reached_bound`).
     """
-    hypotheses = inference.translate_batches(translate_fn, sources, batch_size=64,
+    hypotheses = inference.translate_batches(translate_fn, sources,
                                              progress=progress, description="validate")
     return score_translations(sources, hypotheses, references,
                               getattr(translate_fn, "output_bound", None)), hypotheses

@@ -137,7 +137,7 @@ def tune_length_penalty(config, model, grid=None):
     metric = selection_metric(config)
     sources, references = datasets.take_pairs(config.data, "validation", config.valid_size)
     candidates = inference.translate_batches(
-        inference.BeamCandidates(model, config.beam_size), sources, batch_size=64,
+        inference.BeamCandidates(model, config.beam_size), sources,
         progress=config.progress, description=f"beam {config.beam_size}")
     bound = inference.Translator(model).output_bound
     results, outputs = {}, []

@@ -24,13 +24,16 @@ def translation_section(result):
              "median; the share of the float32 matmul peak "
              f"({result['matmul_peak_gflop_per_s']:.0f} GFLOP/s, measured in the same run) that "
              "the translations' analytic FLOPs reach.", "",
-             "| export | beam | set | sentences/s | target bytes/s | share of float32 peak "
-             "| speed vs the first export | outputs identical to the first of its beam |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| export | beam | sentences per batch | set | sentences/s | target bytes/s "
+             "| share of float32 peak | speed vs the first export "
+             "| outputs identical to the first of its beam |",
+             "|---|---|---|---|---|---|---|---|---|"]
     names = result.get("names", {})
     for row in result["rows"]:
+        # Older results timed every export at one batch size, recorded once.
+        batch = row.get("batch_size", result.get("batch_size"))
         lines.append(f"| {names.get(row['saved_model'], row['saved_model'])} | "
-                     f"{row['beam_size']} | {row['set']} ({row['sentences']}) | "
+                     f"{row['beam_size']} | {batch} | {row['set']} ({row['sentences']}) | "
                      f"{row['sentences_per_s']:.1f} | {row['target_bytes_per_s']:.0f} | "
                      f"{100 * row['fraction_of_float32_peak']:.1f}% | "
                      f"{row['speed_vs_first']:.2f}x | "
