@@ -29,9 +29,11 @@ class CpuOpsEqualReferenceTest(parameterized.TestCase, tf.test.TestCase):
 
     @parameterized.named_parameters(
         ("causal_k3_d4", 3, 4, True), ("causal_k2_d8", 2, 8, True),
+        ("causal_k3_d6", 3, 6, True), ("centred_k3_d13", 3, 13, False),
         ("centred_k3_d16", 3, 16, False), ("centred_k5_d1", 5, 1, False))
     def test_dilated_conv_value_and_gradient(self, kernel_size, dilation, causal):
-        # Including a dilation wider than the sequence (16 > 13), where most taps read padding.
+        # Including a dilation wider than the sequence (16 > 13), where most taps read padding,
+        # one as wide (13), and taps 12 positions back of 13.
         span = (kernel_size - 1) * dilation
         left, right = (span, 0) if causal else (span // 2, span // 2)
         rng = np.random.default_rng(1)
