@@ -202,8 +202,8 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     # Unwritten entries stay 0, which is PAD_ID.
     ids = tf.zeros([capacity if capacity is not None else steps, batch], tf.int32)
     all_logits = tf.TensorArray(tf.float32, size=0, dynamic_size=True, element_shape=[None, None])
-    # What each running row carries: its row in the output (and in the histories), and its own
-    # inputs and attention memory.
+    # What each running row carries: its row in the output, its own inputs, the rows that hold
+    # its inputs of past steps (`_History`), and the attention memory.
     handles, ancestors = _empty_histories(model, batch)
     rows = (tf.range(batch), tf.fill([batch], BOS_ID), tf.zeros([batch], tf.bool), limits,
             ancestors, () if memory is None else memory)
@@ -220,8 +220,7 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
         ids = tf.tensor_scatter_nd_update(
             ids, tf.stack([tf.fill(tf.shape(index), t), index], axis=1), chosen)
-        # Each row continues itself.
-        ancestors = tf.concat([tf.range(tf.shape(index)[0])[:, tf.newaxis], ancestors[:, :-1]], 1)
+        ancestors = _lineage(ancestors, tf.range(tf.shape(index)[0]))  # each row continues itself
         rows = (index, chosen, finished, limits, ancestors, memory)
         if compact:
             rows = tf.cond(tf.reduce_any(finished),
