@@ -116,7 +116,8 @@ def main():
                 "target_bytes_per_s": round(sum(map(len, outputs)) / seconds, 1),
                 "gflop_per_s": round(bound / seconds / 1e9, 2),
                 "fraction_of_float32_peak": round(bound / seconds / 1e9 / peak, 4)})
-    first = {row["set"]: row for row in rows if row["saved_model"] == exports[0]["path"]}
+    # The first export's rows (by position: one export may be timed again at another batch size).
+    first = {row["set"]: row for row in rows[:len(sets)]}
     # Outputs against the first export of the same beam size (the same weights decoded by
     # other code should agree; beams may differ at exact ties).
     reference = {}
