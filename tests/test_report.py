@@ -35,3 +35,26 @@ class CheckSectionTest(tf.test.TestCase):
         self.assertIn("`--schedule=rsqrt --branch_weight=1` | bbb | float32 | "
                       "Some CPU (family 1, model 2) |", rows["new"])
         self.assertNotIn("model_dir", text)
+
+
+class BeamWidthSectionTest(tf.test.TestCase):
+
+    def test_each_width_shows_the_scores_of_its_chosen_penalty(self):
+        from experiments.reports import translation
+
+        def valid(chosen, chrf):
+            # As json.load returns beam_width.py's file: widths and penalties are strings.
+            return {"chosen_length_penalty": chosen, "chrf_wins_any_penalty": 0.25,
+                    "by_length_penalty": {"1.0": {"bleu": 9.0, "chrf": 30.0},
+                                          str(chosen): {"bleu": 11.5, "chrf": chrf}}}
+
+        test = {"bleu": 20.0, "chrf": 40.0, "sentences_per_second": 12.34}
+        result = {"run": "r", "commit": "abc", "cpu": "Some CPU", "command": "python x",
+                  "validation": {"4": valid(1.5, 41.0), "8": valid(2.0, 42.0)},
+                  "test": {"4": test, "8": dict(test, bleu=21.0)}}
+        lines = translation.beam_width_section({"beam_width_r": result})
+        rows = [line for line in lines if line.startswith("| `r`")]
+        self.assertLen(rows, 2)
+        self.assertIn("| 4 | 1.5 | 11.50 / 41.00 | 0.25 | 20.00 / 40.00 | 12.3 |", rows[0])
+        self.assertIn("| 8 | 2.0 | 11.50 / 42.00 | 0.25 | 21.00 / 40.00 | 12.3 |", rows[1])
+        self.assertIn("- `beam_width_r`: `python x`", lines)

@@ -283,6 +283,31 @@ def examples_section(results):
     return lines[:-1]
 
 
+def beam_width_section(results):
+    """Beam 4 against wider beams on the same exported weights (beam_width_*.json, written by
+    experiments/beam_width.py)."""
+    lines = ["### Beam width", "",
+             "`python experiments/beam_width.py`: the exported weights of a translator run, one "
+             "beam search per width over all of its held-out validation pairs, the length "
+             "penalty chosen per width by validation chrF, then all of multi30k-test2016 with "
+             "that penalty (float32 decoding, batches of 256). Wins: the share of 1,000 paired "
+             "bootstrap resamples of the validation pairs in which one of the width's "
+             "(width, penalty) outputs has the best chrF of all.", "",
+             "| run, commit, CPU | width | penalty chosen | validation BLEU / chrF | chrF wins | "
+             "test BLEU / chrF | test sentences/s |", "|---|---|---|---|---|---|---|"]
+    for name, result in results.items():
+        for width, valid in result["validation"].items():
+            alpha = valid["chosen_length_penalty"]
+            row = valid["by_length_penalty"][str(alpha)]
+            test = result["test"][width]
+            lines.append(
+                f"| `{result['run']}`, {result['commit']}, {result['cpu']} | {width} | {alpha} | "
+                f"{row['bleu']:.2f} / {row['chrf']:.2f} | {valid['chrf_wins_any_penalty']:.2f} | "
+                f"{test['bleu']:.2f} / {test['chrf']:.2f} | {test['sentences_per_second']:.1f} |")
+    lines += [""] + [f"- `{name}`: `{result['command']}`" for name, result in results.items()]
+    return lines
+
+
 def render():
     """The section's subsections, from real_translation_*.json and translator_*.json."""
     lines = []
@@ -306,6 +331,9 @@ def render():
     examples = results_named("examples")
     if examples:
         lines += examples_section(examples) + [""]
+    widths = results_named("beam_width")
+    if widths:
+        lines += beam_width_section(widths) + [""]
     attention = results_named("attention_screen")
     if attention:
         lines += attention_section(attention) + [""]

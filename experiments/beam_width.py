@@ -1,0 +1,121 @@
+"""Beam width: the exported weights of a finished translator run, decoded with several beams.
+
+    python experiments/beam_width.py --name=h256_ls10_30min_s1 --beams=4,8
+
+Rebuilds the weights that `experiments/translator.py --name=NAME` exported (its selection's
+choice) and, for each beam width, runs one beam search over all the run's held-out validation
+pairs (`VALID_PAIRS`, not only the trainer's first `valid_size`). Every length penalty of the
+grid then chooses among the final beams, as the trainer's tuning does; each width keeps the
+penalty with the best validation chrF (the recipe's `select_by`). The widths are compared on
+validation with a paired bootstrap over every (width, penalty) output, and each width is then
+scored with its chosen penalty on all of multi30k-test2016, with its decoding time. Nothing is
+chosen on the test set.
+
+Writes docs/results/beam_width_<name>.json.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import logging  # noqa: E402
+
+from bytenet_tf import inference, scoring  # noqa: E402
+from bytenet_tf.training import evaluation  # noqa: E402
+from bytenet_tf.training.config import LENGTH_PENALTY_GRID  # noqa: E402
+from experiments.common import RUNS, cpu_name, write_results  # noqa: E402
+from experiments.translator import exported_weights  # noqa: E402
+from pipelines import text  # noqa: E402
+from shared_data import deen  # noqa: E402
+
+TEST_SET = "multi30k-test2016"
+
+
+def beam_outputs(model, beam_size, sources):
+    """Every grid penalty's outputs of one beam search: `({alpha: hypotheses}, seconds)`."""
+    started = time.time()
+    candidates = inference.translate_batches(inference.BeamCandidates(model, beam_size), sources,
+                                             progress=True, description=f"beam {beam_size}")
+    seconds = time.time() - started
+    return {alpha: inference.BeamCandidates.choose(candidates, alpha)
+            for alpha in LENGTH_PENALTY_GRID}, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--name", required=True, help="a finished translator.py run")
+    parser.add_argument("--model_dir", default=None,
+                        help="its run folder (default: runs/experiments/translator/NAME)")
+    parser.add_argument("--beams", default="4,8", help="comma-separated beam widths")
+    args = parser.parse_args()
+    logging.set_verbosity(logging.INFO)
+    beams = [int(width) for width in args.beams.split(",")]
+    if any(width < 1 for width in beams):
+        raise SystemExit(f"--beams must be widths >= 1. Received: --beams={args.beams}")
+    model_dir = args.model_dir or os.path.join(RUNS, "translator", args.name)
+    with open(os.path.join(model_dir, "results.json")) as f:
+        results = json.load(f)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        model_config = json.load(f)["model_config"]
+    model = exported_weights(model_dir, results, model_config)
+    bound = inference.Translator(model).output_bound
+    # translator.py's held-out split, next to the run folder.
+    valid = os.path.join(os.path.dirname(model_dir), "data", "valid")
+    valid_sources, valid_references, _ = text.read_parallel_lines(
+        os.path.join(valid, "pairs.de"), os.path.join(valid, "pairs.en"))
+    test_sources, test_references, _ = text.read_parallel_lines(deen(f"{TEST_SET}.de"),
+                                                                deen(f"{TEST_SET}.en"))
+
+    validation, outputs, labels = {}, [], []
+    for width in beams:
+        by_alpha, seconds = beam_outputs(model, width, valid_sources)
+        rows = {}
+        for alpha, hypotheses in by_alpha.items():
+            rows[alpha] = evaluation.score_translations(valid_sources, hypotheses,
+                                                        valid_references, bound)
+            outputs.append(hypotheses)
+            labels.append((width, alpha))
+        chosen = max(rows, key=lambda alpha: rows[alpha]["chrf"])
+        validation[width] = {"chosen_length_penalty": chosen, "decode_seconds": seconds,
+                             "by_length_penalty": {alpha: {k: row[k] for k in (
+                                 "bleu", "chrf", "reached_bound")} for alpha, row in rows.items()}}
+        print(f"beam {width}: validation chrF {rows[chosen]['chrf']:.2f} BLEU "
+              f"{rows[chosen]['bleu']:.2f} at length penalty {chosen}", flush=True)
+    spread = scoring.bootstrap_spread(outputs, valid_references, "chrf")
+    for (width, alpha), std, wins in zip(labels, spread["std"], spread["wins"]):
+        validation[width]["by_length_penalty"][alpha].update(chrf_std=std, chrf_wins=wins)
+    for width in beams:
+        validation[width]["chrf_wins_any_penalty"] = round(sum(
+            wins for (w, _), wins in zip(labels, spread["wins"]) if w == width), 4)
+
+    test = {}
+    for width in beams:
+        alpha = validation[width]["chosen_length_penalty"]
+        translator = inference.Translator(model, beam_size=width, length_alpha=alpha)
+        started = time.time()
+        hypotheses = inference.translate_batches(translator, test_sources, progress=True,
+                                                 description=f"{TEST_SET}, beam {width}")
+        seconds = time.time() - started
+        test[width] = dict(evaluation.score_translations(test_sources, hypotheses,
+                                                         test_references, bound),
+                           length_penalty=alpha, decode_seconds=seconds,
+                           sentences_per_second=len(test_sources) / seconds)
+        print(f"{TEST_SET}, beam {width}, length penalty {alpha}: BLEU "
+              f"{test[width]['bleu']:.2f} chrF {test[width]['chrf']:.2f} "
+              f"({test[width]['sentences_per_second']:.1f} sentences/s)", flush=True)
+
+    command = f"python experiments/beam_width.py --name={args.name} --beams={args.beams}"
+    path = write_results(f"beam_width_{args.name}", {
+        "command": command, "run": args.name, "cpu": cpu_name(), "decoding_precision": "float32",
+        "selection": results["selection"]["chosen"], "validation_pairs": len(valid_sources),
+        "validation": validation, "test_set": TEST_SET, "test": test})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
