@@ -8,8 +8,10 @@ pairs (`VALID_PAIRS`, not only the trainer's first `valid_size`). Every length p
 grid then chooses among the final beams, as the trainer's tuning does; each width keeps the
 penalty with the best validation chrF (the recipe's `select_by`). The widths are compared on
 validation with a paired bootstrap over every (width, penalty) output, and each width is then
-scored with its chosen penalty on all of multi30k-test2016, with its decoding time. Nothing is
-chosen on the test set.
+scored with its chosen penalty on all of multi30k-test2016, with its decoding time (one beam
+search of the whole set per width; `BeamCandidates.choose` at a penalty returns what a
+`Translator` with that penalty does). The test scores at every other penalty are recorded for
+reading only: nothing is chosen on the test set.
 
 Writes docs/results/beam_width_<name>.json.
 """
@@ -95,16 +97,16 @@ def main():
 
     test = {}
     for width in beams:
+        by_alpha, seconds = beam_outputs(model, width, test_sources)
+        rows = {alpha: evaluation.score_translations(test_sources, hypotheses, test_references,
+                                                     bound)
+                for alpha, hypotheses in by_alpha.items()}
         alpha = validation[width]["chosen_length_penalty"]
-        translator = inference.Translator(model, beam_size=width, length_alpha=alpha)
-        started = time.time()
-        hypotheses = inference.translate_batches(translator, test_sources, progress=True,
-                                                 description=f"{TEST_SET}, beam {width}")
-        seconds = time.time() - started
-        test[width] = dict(evaluation.score_translations(test_sources, hypotheses,
-                                                         test_references, bound),
-                           length_penalty=alpha, decode_seconds=seconds,
-                           sentences_per_second=len(test_sources) / seconds)
+        test[width] = dict(rows[alpha], length_penalty=alpha, decode_seconds=seconds,
+                           sentences_per_second=len(test_sources) / seconds,
+                           every_length_penalty_not_chosen_on={
+                               a: {k: row[k] for k in ("bleu", "chrf", "reached_bound")}
+                               for a, row in rows.items()})
         print(f"{TEST_SET}, beam {width}, length penalty {alpha}: BLEU "
               f"{test[width]['bleu']:.2f} chrF {test[width]['chrf']:.2f} "
               f"({test[width]['sentences_per_second']:.1f} sentences/s)", flush=True)
