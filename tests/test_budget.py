@@ -42,17 +42,22 @@ class EndPlanTest(tf.test.TestCase):
 
     def test_plan_counts_the_validations_the_beam_search_and_the_export(self):
         data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
-        config = resolve(TrainConfig(data=data))  # the text recipe: chrF, average_last 5, beam 4
+        config = resolve(TrainConfig(data=data))  # the text recipe: BLEU, average_last 5, beam 4
         plan = finish.EndPlan(config, average=True, blocks=30)
         margin = finish.MARGIN
         export = finish.EXPORT_SECONDS + 30 * finish.EXPORT_SECONDS_PER_BLOCK
         overhead = finish.OVERHEAD_SECONDS
-        self.assertAllClose(plan.seconds(), margin * export + overhead)  # nothing measured yet
+        load = finish.CANDIDATE_LOAD_SECONDS
+        # Nothing measured yet: the export and loading the 3 candidates.
+        self.assertAllClose(plan.seconds(), margin * (3 * load + export) + overhead)
         plan.measured_validation(10.0)
         # The last weights, the average, the best checkpoint and the EMA: 4 greedy
-        # validations; one beam search of 4 beams; the export.
-        self.assertAllClose(plan.seconds(), margin * (4 * 10.0 + 10.0 * finish.BEAM_COST_PER_BEAM
-                                                      * 4 + export) + overhead)
+        # validations, 3 of them after loading a candidate; one beam search of 4 beams; the
+        # export.
+        self.assertAllClose(plan.seconds(), margin * (4 * 10.0 + 3 * load + 10.0
+                                                      * finish.BEAM_COST_PER_BEAM * 4 + export)
+                            + overhead)
+        self.assertAllClose(plan.candidate(), load + 10.0)
         plan.beam_seconds = 12.0  # measured once it has run
         self.assertAllClose(plan.tuning(), 12.0)
         plain = finish.EndPlan(resolve(TrainConfig(data=data, select_by="last", beam_size=1,
@@ -77,7 +82,8 @@ class BeamTuningTest(tf.test.TestCase):
             self.assertEqual({key: tried[alpha][key] for key in ("bleu", "chrf", "reached_bound")},
                              {key: scores[key] for key in ("bleu", "chrf", "reached_bound")})
             self.assertGreaterEqual(tried[alpha]["std"], 0.0)
-        self.assertEqual(best, max(grid, key=lambda alpha: tried[alpha]["chrf"]))
+        metric = selection.selection_metric(config)
+        self.assertEqual(best, max(grid, key=lambda alpha: tried[alpha][metric]))
         self.assertAllClose(sum(tried[alpha]["wins"] for alpha in grid), 1.0, atol=1e-3)
 
 
@@ -103,6 +109,33 @@ class BudgetedRunTest(tf.test.TestCase):
         self.assertGreater(spent["validation_seconds"], 0.0)
         self.assertGreater(spent["beam_search_seconds"], 0.0)
         self.assertNotIn("skipped", str(results["selection"]))
+
+    def test_a_candidate_that_would_leave_the_search_short_is_left_out_for_it(self):
+        # Room for a candidate's validation, the search and the export, but not for loading
+        # the candidate's weights as well: the candidates give way to the length penalty.
+        config = self._config("priority", time_budget_seconds=1e6, train_steps=8)
+        plans = []
+
+        def plan_seconds(plan):
+            plans.append(plan)
+            return 0.0
+
+        def remaining(clock):
+            if not plans:
+                return 1e6
+            plan = plans[-1]
+            return (plan.validation() + plan.tuning() + plan.export()
+                    + 0.5 * finish.CANDIDATE_LOAD_SECONDS)
+
+        with mock.patch.object(finish.EndPlan, "seconds", plan_seconds), \
+                mock.patch.object(schedule.BudgetClock, "remaining", remaining):
+            results = trainer.train_and_evaluate(config)
+        self.assertGreater(plans[-1].tuning(), 0.0)
+        skipped = {name: c.get("skipped") for name, c in results["selection"]["candidates"].items()
+                   if name != "last"}
+        self.assertEqual(set(skipped.values()), {"time budget"})
+        self.assertIsNotNone(results["length_penalty"]["tuned_on_validation"])
+        self.assertIsNotNone(results["export_path"])
 
     def test_the_end_leaves_out_what_the_budget_cannot_hold(self):
         config = self._config("over", time_budget_seconds=1e6, train_steps=8)

@@ -26,8 +26,14 @@ BEAM_COST_PER_BEAM = 0.9
 # that run, 5.8-6.3 s alone, and 2.4-4.3 s for a model of 10 blocks at hidden 16.
 EXPORT_SECONDS = 3.5
 EXPORT_SECONDS_PER_BLOCK = 0.1
-# The plan's allowance for what it does not time: a share (loading each candidate's weights)
-# and seconds (the last checkpoint, config.json: 1.8 s in that run).
+# Loading a selection candidate's weights before its validation (reading and averaging the
+# last 5 checkpoints, or reading the best one). In four 30-minute hidden-256 text runs on the
+# Zen 4, the end took 3.7-5 s more than its timed parts and the fixed overhead below, for two
+# candidates; in one of them the length penalty's search then missed the budget by under a
+# second and the export took the untuned default.
+CANDIDATE_LOAD_SECONDS = 1.5
+# The plan's allowance for what it does not time: a share and seconds (the last checkpoint,
+# config.json: 1.8 s in that run).
 MARGIN = 1.15
 OVERHEAD_SECONDS = 2.0
 # What the end is planned to take before any validation was measured, as a share of the budget.
@@ -62,6 +68,10 @@ class EndPlan:
         """The seconds of one greedy validation (0 until one was measured)."""
         return self.validation_seconds or 0.0
 
+    def candidate(self):
+        """The seconds of one selection candidate: loading its weights and validating them."""
+        return CANDIDATE_LOAD_SECONDS + self.validation()
+
     def tuning(self):
         """The seconds of the length penalty's beam search (0 when there is none)."""
         config = self.config
@@ -76,7 +86,8 @@ class EndPlan:
 
     def seconds(self):
         """The whole end, as planned now, with the allowance for what it does not time."""
-        timed = self.validations * self.validation() + self.tuning() + self.export()
+        timed = (self.validation() + (self.validations - 1) * self.candidate() + self.tuning()
+                 + self.export())
         return MARGIN * timed + OVERHEAD_SECONDS
 
 
@@ -98,7 +109,7 @@ def finish(config, model, translate_fn, manager, best, writer, results, clock, p
 
     results["selection"], results["valid"] = selection.select_weights(
         config, model, translate_fn, manager, best, last_scores, average,
-        affordable=lambda: affordable(plan.validation()),
+        affordable=lambda: affordable(plan.candidate()),
         validate=lambda: loop.timed_validation(config, translate_fn, plan))
     if config.data.dataset == "digits":
         results["exact_match_by_length"] = evaluation.digits_exact_match_by_length(
