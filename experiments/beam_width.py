@@ -4,11 +4,13 @@
 
 Rebuilds the weights that `experiments/translator.py --name=NAME` exported (its selection's
 choice) and, for each beam width, runs one beam search over all the run's held-out validation
-pairs (`VALID_PAIRS`, not only the trainer's first `valid_size`). Every length penalty of the
+pairs (`VALID_PAIRS`: captions, Tatoeba and news; the trainer validated on the first
+`valid_size` of them, which are all captions, since the held-out file keeps train's order). Every length penalty of the
 grid then chooses among the final beams, as the trainer's tuning does; each width keeps the
-penalty with the best validation chrF (the recipe's `select_by`). The widths are compared on
-validation with a paired bootstrap over every (width, penalty) output, and each width is then
-scored with its chosen penalty on all of multi30k-test2016, with its decoding time (one beam
+penalty with the best validation chrF (the text recipe's `select_by`), and, separately, the one
+with the best validation BLEU. The widths are compared on validation with a paired bootstrap
+over every (width, penalty) output, by each metric, and each width is then scored with each
+chosen penalty on all of multi30k-test2016, with its decoding time (one beam
 search of the whole set per width; `BeamCandidates.choose` at a penalty returns what a
 `Translator` with that penalty does). The test scores at every other penalty are recorded for
 reading only: nothing is chosen on the test set.
@@ -35,6 +37,8 @@ from pipelines import text  # noqa: E402
 from shared_data import deen  # noqa: E402
 
 TEST_SET = "multi30k-test2016"
+# Each width's length penalty is chosen by each of these validation metrics.
+METRICS = ("chrf", "bleu")
 
 
 def beam_outputs(model, beam_size, sources):
@@ -82,18 +86,22 @@ def main():
                                                         valid_references, bound)
             outputs.append(hypotheses)
             labels.append((width, alpha))
-        chosen = max(rows, key=lambda alpha: rows[alpha]["chrf"])
-        validation[width] = {"chosen_length_penalty": chosen, "decode_seconds": seconds,
-                             "by_length_penalty": {alpha: {k: row[k] for k in (
-                                 "bleu", "chrf", "reached_bound")} for alpha, row in rows.items()}}
-        print(f"beam {width}: validation chrF {rows[chosen]['chrf']:.2f} BLEU "
-              f"{rows[chosen]['bleu']:.2f} at length penalty {chosen}", flush=True)
-    spread = scoring.bootstrap_spread(outputs, valid_references, "chrf")
-    for (width, alpha), std, wins in zip(labels, spread["std"], spread["wins"]):
-        validation[width]["by_length_penalty"][alpha].update(chrf_std=std, chrf_wins=wins)
-    for width in beams:
-        validation[width]["chrf_wins_any_penalty"] = round(sum(
-            wins for (w, _), wins in zip(labels, spread["wins"]) if w == width), 4)
+        validation[width] = {"decode_seconds": seconds, "by_length_penalty": {
+            alpha: {k: row[k] for k in ("bleu", "chrf", "reached_bound")}
+            for alpha, row in rows.items()}}
+        for metric in METRICS:
+            chosen = max(rows, key=lambda alpha: rows[alpha][metric])
+            validation[width][f"chosen_by_{metric}"] = chosen
+            print(f"beam {width}, by validation {metric}: length penalty {chosen}, BLEU "
+                  f"{rows[chosen]['bleu']:.2f} chrF {rows[chosen]['chrf']:.2f}", flush=True)
+    for metric in METRICS:
+        spread = scoring.bootstrap_spread(outputs, valid_references, metric)
+        for (width, alpha), std, wins in zip(labels, spread["std"], spread["wins"]):
+            validation[width]["by_length_penalty"][alpha].update(
+                {f"{metric}_std": std, f"{metric}_wins": wins})
+        for width in beams:
+            validation[width][f"{metric}_wins_any_penalty"] = round(sum(
+                wins for (w, _), wins in zip(labels, spread["wins"]) if w == width), 4)
 
     test = {}
     for width in beams:
@@ -101,15 +109,17 @@ def main():
         rows = {alpha: evaluation.score_translations(test_sources, hypotheses, test_references,
                                                      bound)
                 for alpha, hypotheses in by_alpha.items()}
-        alpha = validation[width]["chosen_length_penalty"]
-        test[width] = dict(rows[alpha], length_penalty=alpha, decode_seconds=seconds,
-                           sentences_per_second=len(test_sources) / seconds,
-                           every_length_penalty_not_chosen_on={
-                               a: {k: row[k] for k in ("bleu", "chrf", "reached_bound")}
-                               for a, row in rows.items()})
-        print(f"{TEST_SET}, beam {width}, length penalty {alpha}: BLEU "
-              f"{test[width]['bleu']:.2f} chrF {test[width]['chrf']:.2f} "
-              f"({test[width]['sentences_per_second']:.1f} sentences/s)", flush=True)
+        test[width] = {"decode_seconds": seconds,
+                       "sentences_per_second": len(test_sources) / seconds,
+                       "every_length_penalty_not_chosen_on": {
+                           a: {k: row[k] for k in ("bleu", "chrf", "reached_bound")}
+                           for a, row in rows.items()}}
+        for metric in METRICS:
+            alpha = validation[width][f"chosen_by_{metric}"]
+            test[width][f"chosen_by_{metric}"] = dict(rows[alpha], length_penalty=alpha)
+            print(f"{TEST_SET}, beam {width}, length penalty {alpha} (validation {metric}): "
+                  f"BLEU {rows[alpha]['bleu']:.2f} chrF {rows[alpha]['chrf']:.2f} "
+                  f"({test[width]['sentences_per_second']:.1f} sentences/s)", flush=True)
 
     command = f"python experiments/beam_width.py --name={args.name} --beams={args.beams}"
     path = write_results(f"beam_width_{args.name}", {

@@ -69,7 +69,7 @@ class TextPresetTest(tf.test.TestCase):
         self.assertEqual(resolved.train_max_length, 200)
         self.assertEqual(resolved.max_length, 500)  # serving still takes 500-byte sources
         self.assertEqual((resolved.select_by, resolved.average_last, resolved.beam_size),
-                         ("chrf", 5, 4))
+                         ("bleu", 5, 4))
         mine = resolve(TrainConfig(data=data, schedule="rsqrt", time_budget_seconds=0,
                                    model="bytenet_small", max_length=100))
         self.assertEqual((mine.schedule, mine.time_budget_seconds, mine.model),
@@ -176,17 +176,18 @@ class AverageAndSelectTest(tf.test.TestCase):
         with mock.patch.object(selection, "LENGTH_PENALTY_GRID", (0.0, 1.0)):
             results = trainer.train_and_evaluate(config)
         picked = results["selection"]
-        self.assertEqual(picked["metric"], "chrf")
+        metric = picked["metric"]
+        self.assertEqual(metric, "bleu")  # the text preset's select_by
         self.assertIn("average_last_4", picked["candidates"])
         self.assertEqual(picked["candidates"]["average_last_4"]["checkpoints"],
                          ["ckpt-3", "ckpt-6", "ckpt-9", "ckpt-12"])
-        scores = {name: c["chrf"] for name, c in picked["candidates"].items()}
+        scores = {name: c[metric] for name, c in picked["candidates"].items()}
         self.assertEqual(picked["chosen"], max(scores, key=scores.get))
         # The exported weights are the chosen ones: their validation is the chosen score.
-        self.assertAlmostEqual(results["valid"]["chrf"], scores[picked["chosen"]], places=3)
+        self.assertAlmostEqual(results["valid"][metric], scores[picked["chosen"]], places=3)
         tried = results["length_penalty"]["tuned_on_validation"]
         self.assertEqual(sorted(tried), [0.0, 1.0])
-        best = max(tried, key=lambda alpha: tried[alpha]["chrf"])
+        best = max(tried, key=lambda alpha: tried[alpha][metric])
         self.assertEqual(results["length_penalty"]["value"], best)
         with open(os.path.join(model_dir, "config.json")) as f:
             stored = json.load(f)

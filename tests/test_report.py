@@ -39,22 +39,29 @@ class CheckSectionTest(tf.test.TestCase):
 
 class BeamWidthSectionTest(tf.test.TestCase):
 
-    def test_each_width_shows_the_scores_of_its_chosen_penalty(self):
+    def test_each_width_shows_the_scores_of_the_penalty_each_metric_chose(self):
         from experiments.reports import translation
 
-        def valid(chosen, chrf):
+        def valid(by_chrf, by_bleu):
             # As json.load returns beam_width.py's file: widths and penalties are strings.
-            return {"chosen_length_penalty": chosen, "chrf_wins_any_penalty": 0.25,
-                    "by_length_penalty": {"1.0": {"bleu": 9.0, "chrf": 30.0},
-                                          str(chosen): {"bleu": 11.5, "chrf": chrf}}}
+            return {"chosen_by_chrf": by_chrf, "chosen_by_bleu": by_bleu,
+                    "chrf_wins_any_penalty": 0.25, "bleu_wins_any_penalty": 0.75,
+                    "by_length_penalty": {str(by_bleu): {"bleu": 11.5, "chrf": 30.0},
+                                          str(by_chrf): {"bleu": 9.0, "chrf": 31.0}}}
 
-        test = {"bleu": 20.0, "chrf": 40.0, "sentences_per_second": 12.34}
+        def test(bleu):
+            return {"sentences_per_second": 12.34,
+                    "chosen_by_chrf": {"bleu": bleu, "chrf": 40.0},
+                    "chosen_by_bleu": {"bleu": bleu + 2, "chrf": 39.0}}
+
         result = {"run": "r", "commit": "abc", "cpu": "Some CPU", "command": "python x",
-                  "validation": {"4": valid(1.5, 41.0), "8": valid(2.0, 42.0)},
-                  "test": {"4": test, "8": dict(test, bleu=21.0)}}
+                  "validation": {"4": valid(2.0, 1.0), "8": valid(3.0, 0.6)},
+                  "test": {"4": test(18.0), "8": test(19.0)}}
         lines = translation.beam_width_section({"beam_width_r": result})
         rows = [line for line in lines if line.startswith("| `r`")]
-        self.assertLen(rows, 2)
-        self.assertIn("| 4 | 1.5 | 11.50 / 41.00 | 0.25 | 20.00 / 40.00 | 12.3 |", rows[0])
-        self.assertIn("| 8 | 2.0 | 11.50 / 42.00 | 0.25 | 21.00 / 40.00 | 12.3 |", rows[1])
+        self.assertLen(rows, 4)
+        self.assertIn("| 4 | chrF | 2.0 | 9.00 / 31.00 | 0.25 | 18.00 / 40.00 | 12.3 |", rows[0])
+        self.assertIn("| 4 | BLEU | 1.0 | 11.50 / 30.00 | 0.75 | 20.00 / 39.00 | 12.3 |", rows[1])
+        self.assertIn("| 8 | chrF | 3.0 | 9.00 / 31.00 | 0.25 | 19.00 / 40.00 | 12.3 |", rows[2])
+        self.assertIn("| 8 | BLEU | 0.6 | 11.50 / 30.00 | 0.75 | 21.00 / 39.00 | 12.3 |", rows[3])
         self.assertIn("- `beam_width_r`: `python x`", lines)
