@@ -68,6 +68,12 @@ class TextPresetTest(tf.test.TestCase):
         self.assertEqual(resolved.time_budget_seconds, 7200.0)
         self.assertEqual(resolved.train_max_length, 200)
         self.assertEqual(resolved.max_length, 500)  # serving still takes 500-byte sources
+        self.assertEqual(resolved.tokens_per_batch, 2560)
+        # An explicit batch size means pairs per batch; an explicit budget still wins over it.
+        pairs = resolve(TrainConfig(data=data, batch_size=16))
+        self.assertEqual((pairs.batch_size, pairs.tokens_per_batch), (16, 0))
+        both = resolve(TrainConfig(data=data, batch_size=16, tokens_per_batch=1024))
+        self.assertEqual(both.tokens_per_batch, 1024)
         self.assertEqual((resolved.select_by, resolved.average_last, resolved.beam_size),
                          ("bleu", 5, 4))
         mine = resolve(TrainConfig(data=data, schedule="rsqrt", time_budget_seconds=0,
