@@ -9,8 +9,10 @@ Trains with every `TrainConfig` field left to the `text` preset, except `time_bu
 (`--minutes`), `seed` and the `--set KEY=VALUE` overrides. The training data is
 ../shared/data/deen/train.* less 500 pairs drawn at random (seed 13) and held out as the
 validation set (checkpoint selection, length-penalty tuning and the validation curve); the
-held-out pairs keep the training mix of captions, Tatoeba and news, and none of the test sets
-is ever read before the end. The exported SavedModel (what a user gets) then translates
+held-out pairs keep the training mix of captions, Tatoeba and news, but they are written in
+`train`'s order, which is sorted by origin, so the trainer's validation (the first
+`valid_size`, 200, of them) is all Multi30k captions. None of the test sets is ever read
+before the end. The exported SavedModel (what a user gets) then translates
 multi30k-test2016 in full and the first `--test_sentences` sentences of newstest2015-2018 and
 FLORES-200 devtest; BLEU and chrF come from sacrebleu, with the share of outputs that reached
 the length bound (runaway repetition). A source-blind model (`--set source_blind=true`) sees
