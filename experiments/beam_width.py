@@ -5,13 +5,13 @@
 Rebuilds the weights that `experiments/translator.py --name=NAME` exported (its selection's
 choice) and, for each beam width, runs one beam search over all the run's held-out validation
 pairs (`VALID_PAIRS`: captions, Tatoeba and news; the trainer validated on the first
-`valid_size` of them, which are all captions, since the held-out file keeps train's order). Every length penalty of the
-grid then chooses among the final beams, as the trainer's tuning does; each width keeps the
-penalty with the best validation chrF (the text recipe's `select_by`), and, separately, the one
-with the best validation BLEU. The widths are compared on validation with a paired bootstrap
-over every (width, penalty) output, by each metric, and each width is then scored with each
-chosen penalty on all of multi30k-test2016, with its decoding time (one beam
-search of the whole set per width; `BeamCandidates.choose` at a penalty returns what a
+`valid_size` of them, which are all captions, since the held-out file keeps train's order).
+Every length penalty of the grid then chooses among the final beams, as the trainer's tuning
+does; each width keeps the penalty with the best validation chrF and, separately, the one with
+the best validation BLEU (the text recipe's `select_by`, chrF before, BLEU now). The widths
+are compared on validation with a paired bootstrap over every (width, penalty) output, by each
+metric, and each width is then scored with each chosen penalty on all of multi30k-test2016,
+with its decoding time (one beam search of the whole set per width; `BeamCandidates.choose` at a penalty returns what a
 `Translator` with that penalty does). The test scores at every other penalty are recorded for
 reading only: nothing is chosen on the test set.
 

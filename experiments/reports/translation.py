@@ -289,11 +289,12 @@ def beam_width_section(results):
     lines = ["### Beam width and the length penalty's metric", "",
              "`python experiments/beam_width.py`: the exported weights of a translator run, one "
              "beam search per width over all 500 held-out validation pairs (captions, Tatoeba "
-             "and news), the length penalty chosen per width by validation chrF (the recipe's "
-             "`select_by`) or by validation BLEU, then all of multi30k-test2016 at that "
-             "penalty (float32 decoding, batches of 256, every final beam kept). Wins: the "
-             "share of 1,000 paired bootstrap resamples of the validation pairs in which one of "
-             "the width's (width, penalty) outputs scores best of all by that metric.", "",
+             "and news), the length penalty chosen per width by validation chrF or by "
+             "validation BLEU (the text recipe's `select_by`, chrF before, BLEU now), then all "
+             "of multi30k-test2016 at that penalty (float32 decoding, batches of 256, every "
+             "final beam kept). Wins: the share of 1,000 paired bootstrap resamples of the "
+             "validation pairs in which one of the width's (width, penalty) outputs scores "
+             "best of all by that metric.", "",
              "| run, commit, CPU | width | chosen by | penalty | validation BLEU / chrF | "
              "wins | test BLEU / chrF | test sentences/s |", "|---|---|---|---|---|---|---|---|"]
     for name, result in results.items():
