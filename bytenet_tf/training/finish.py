@@ -27,10 +27,10 @@ BEAM_COST_PER_BEAM = 0.9
 EXPORT_SECONDS = 3.5
 EXPORT_SECONDS_PER_BLOCK = 0.1
 # Loading a selection candidate's weights before its validation (reading and averaging the
-# last 5 checkpoints, or reading the best one). In four 30-minute hidden-256 text runs on the
-# Zen 4, the end took 3.7-5 s more than its timed parts and the fixed overhead below, for two
-# candidates; in one of them the length penalty's search then missed the budget by under a
-# second and the export took the untuned default.
+# last 5 checkpoints, or reading the best one). In three 30-minute hidden-256 text runs on the
+# Zen 4, the end took about 4-5 s more than its validations, its search and the planned export,
+# for two candidates; in one of them the length penalty's search then missed the budget by
+# under a second and the export took the untuned default.
 CANDIDATE_LOAD_SECONDS = 1.5
 # The plan's allowance for what it does not time: a share and seconds (the last checkpoint,
 # config.json: 1.8 s in that run).
