@@ -11,9 +11,9 @@ does; each width keeps the penalty with the best validation chrF and, separately
 the best validation BLEU (the text recipe's `select_by`, chrF before, BLEU now). The widths
 are compared on validation with a paired bootstrap over every (width, penalty) output, by each
 metric, and each width is then scored with each chosen penalty on all of multi30k-test2016,
-with its decoding time (one beam search of the whole set per width; `BeamCandidates.choose` at a penalty returns what a
-`Translator` with that penalty does). The test scores at every other penalty are recorded for
-reading only: nothing is chosen on the test set.
+with its decoding time (one beam search of the whole set per width; `BeamCandidates.choose`
+at a penalty returns what a `Translator` with that penalty does). The test scores at every
+other penalty are recorded for reading only: nothing is chosen on the test set.
 
 Writes docs/results/beam_width_<name>.json.
 """
@@ -29,8 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import logging  # noqa: E402
 
 from bytenet_tf import inference, scoring  # noqa: E402
-from bytenet_tf.training import evaluation  # noqa: E402
-from bytenet_tf.training.config import LENGTH_PENALTY_GRID  # noqa: E402
+from bytenet_tf.training import selection  # noqa: E402
 from experiments.common import RUNS, cpu_name, write_results  # noqa: E402
 from experiments.translator import exported_weights  # noqa: E402
 from pipelines import text  # noqa: E402
@@ -39,16 +38,18 @@ from shared_data import deen  # noqa: E402
 TEST_SET = "multi30k-test2016"
 # Each width's length penalty is chosen by each of these validation metrics.
 METRICS = ("chrf", "bleu")
+# The scores kept for every penalty (the chosen ones keep all of them).
+SUMMARY = ("bleu", "chrf", "reached_bound")
 
 
-def beam_outputs(model, beam_size, sources):
-    """Every grid penalty's outputs of one beam search: `({alpha: hypotheses}, seconds)`."""
+def beam_outputs(model, beam_size, sources, references, bound):
+    """One timed beam search: `({alpha: (hypotheses, scores)}, seconds)` for every grid
+    penalty (`selection.penalty_outputs`)."""
     started = time.time()
     candidates = inference.translate_batches(inference.BeamCandidates(model, beam_size), sources,
                                              progress=True, description=f"beam {beam_size}")
     seconds = time.time() - started
-    return {alpha: inference.BeamCandidates.choose(candidates, alpha)
-            for alpha in LENGTH_PENALTY_GRID}, seconds
+    return selection.penalty_outputs(candidates, sources, references, bound), seconds
 
 
 def main():
@@ -79,16 +80,13 @@ def main():
 
     validation, outputs, labels = {}, [], []
     for width in beams:
-        by_alpha, seconds = beam_outputs(model, width, valid_sources)
-        rows = {}
-        for alpha, hypotheses in by_alpha.items():
-            rows[alpha] = evaluation.score_translations(valid_sources, hypotheses,
-                                                        valid_references, bound)
-            outputs.append(hypotheses)
-            labels.append((width, alpha))
-        validation[width] = {"decode_seconds": seconds, "by_length_penalty": {
-            alpha: {k: row[k] for k in ("bleu", "chrf", "reached_bound")}
-            for alpha, row in rows.items()}}
+        by_alpha, seconds = beam_outputs(model, width, valid_sources, valid_references, bound)
+        rows = {alpha: scores for alpha, (_, scores) in by_alpha.items()}
+        outputs += [hypotheses for hypotheses, _ in by_alpha.values()]
+        labels += [(width, alpha) for alpha in by_alpha]
+        validation[width] = {"decode_seconds": seconds,
+                             "by_length_penalty": {alpha: {k: row[k] for k in SUMMARY}
+                                                   for alpha, row in rows.items()}}
         for metric in METRICS:
             chosen = max(rows, key=lambda alpha: rows[alpha][metric])
             validation[width][f"chosen_by_{metric}"] = chosen
@@ -105,15 +103,12 @@ def main():
 
     test = {}
     for width in beams:
-        by_alpha, seconds = beam_outputs(model, width, test_sources)
-        rows = {alpha: evaluation.score_translations(test_sources, hypotheses, test_references,
-                                                     bound)
-                for alpha, hypotheses in by_alpha.items()}
+        by_alpha, seconds = beam_outputs(model, width, test_sources, test_references, bound)
+        rows = {alpha: scores for alpha, (_, scores) in by_alpha.items()}
         test[width] = {"decode_seconds": seconds,
                        "sentences_per_second": len(test_sources) / seconds,
                        "every_length_penalty_not_chosen_on": {
-                           a: {k: row[k] for k in ("bleu", "chrf", "reached_bound")}
-                           for a, row in rows.items()}}
+                           alpha: {k: row[k] for k in SUMMARY} for alpha, row in rows.items()}}
         for metric in METRICS:
             alpha = validation[width][f"chosen_by_{metric}"]
             test[width][f"chosen_by_{metric}"] = dict(rows[alpha], length_penalty=alpha)

@@ -119,6 +119,27 @@ def select_weights(config, model, translate_fn, manager, best, last_scores, aver
     return {"chosen": chosen, "metric": metric, "candidates": candidates}, scored[chosen]
 
 
+def penalty_outputs(candidates, sources, references, output_bound, grid=None):
+    """What each length penalty chooses among the final beams of one search, and its scores.
+
+    Args:
+        candidates: `inference.BeamCandidates`'s output for `sources`.
+        sources, references: lists of bytes.
+        output_bound: callable, a source's output bound (`Translator.output_bound`).
+        grid: the penalties (default `config.LENGTH_PENALTY_GRID`).
+
+    Returns:
+        `{alpha: (hypotheses, scores)}` in the order of `grid`, with
+        `evaluation.score_translations`'s scores.
+    """
+    by_alpha = {}
+    for alpha in grid or LENGTH_PENALTY_GRID:
+        hypotheses = inference.BeamCandidates.choose(candidates, alpha)
+        by_alpha[alpha] = hypotheses, evaluation.score_translations(sources, hypotheses,
+                                                                    references, output_bound)
+    return by_alpha
+
+
 def tune_length_penalty(config, model, grid=None):
     """Beam search's length-normalization exponent that scores best on the validation set.
 
@@ -140,12 +161,10 @@ def tune_length_penalty(config, model, grid=None):
         inference.BeamCandidates(model, config.beam_size), sources,
         progress=config.progress, description=f"beam {config.beam_size}")
     bound = inference.Translator(model).output_bound
-    results, outputs = {}, []
-    for alpha in grid or LENGTH_PENALTY_GRID:
-        hypotheses = inference.BeamCandidates.choose(candidates, alpha)
-        scores = evaluation.score_translations(sources, hypotheses, references, bound)
-        results[alpha] = {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
-        outputs.append(hypotheses)
+    by_alpha = penalty_outputs(candidates, sources, references, bound, grid)
+    results = {alpha: {key: scores[key] for key in ("bleu", "chrf", "reached_bound")}
+               for alpha, (_, scores) in by_alpha.items()}
+    outputs = [hypotheses for hypotheses, _ in by_alpha.values()]
     spread = scoring.bootstrap_spread(outputs, references, metric)
     for index, (alpha, scores) in enumerate(results.items()):
         scores.update(std=spread["std"][index], wins=spread["wins"][index])
