@@ -19,8 +19,11 @@ are spent (as the preset's budget does), in mixed_bfloat16. Batches are padded u
 shapes (all-PAD rows and columns, which add nothing to the loss) so that a compiling backend
 compiles four steps. Every `--eval_every` steps it logs the training loss and the held-out
 cross-entropy; every `--decode_every` steps, and at the end, greedy BLEU and chrF on the
-held-out pairs and on multi30k-test2016 (read only: nothing is chosen on either). It writes
-OUT/curve.json, OUT/model.json and the last weights, OUT/last.weights.h5, in float32.
+held-out pairs and on multi30k-test2016 (read only: nothing is chosen on either), and saves
+the weights then, in float32, to OUT/last.weights.h5 (so a run stopped early keeps those of its
+last decoding point); it writes OUT/curve.json and OUT/model.json. Compiling and decoding come
+on top of `--minutes`: at hidden 400 on an H200, a 5.5-minute budget with decoding every 8,000
+steps needed more than 560 s in all.
 
 `score` (TensorFlow, float32, the CPU) loads those weights into the same model, runs one beam-4
 search over the 500 held-out pairs, takes the length penalty with the best validation BLEU (as
@@ -359,6 +362,7 @@ def train(args):
         print(json.dumps(point), flush=True)
         with open(os.path.join(args.out, "curve.json"), "w") as f:
             json.dump({"curve": curve, "devices": str(jax.devices()),
+                       "device_kind": jax.devices()[0].device_kind,
                        "parameters": model.count_params(), "budget_seconds": budget,
                        "wall_seconds": round(time.time() - started, 1),
                        "target_bytes": tokens, "test_examples": examples,
@@ -370,17 +374,41 @@ def train(args):
           flush=True)
 
 
+def plot_curve(name, curve, path):
+    """Training and held-out loss against step, and greedy BLEU on the way."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    steps = [point["step"] for point in curve]
+    left.plot(steps, [point["train_loss"] for point in curve], label="training (mean since last)")
+    left.plot(steps, [point["valid_loss"] for point in curve], label="held-out 500 pairs")
+    left.set(xlabel="step", ylabel="cross-entropy (nats/byte)", title=name)
+    left.legend()
+    for key, label in (("test_greedy", TEST_SET), ("valid_greedy", "held-out 500 pairs")):
+        points = [(point["step"], point[key]["bleu"]) for point in curve if key in point]
+        right.plot(*zip(*points), marker="o", label=label)
+    right.set(xlabel="step", ylabel="greedy BLEU")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def score(args):
     import bytenet_tf
     from bytenet_tf import inference
     from bytenet_tf.training import evaluation
     from experiments.beam_width import beam_outputs
-    from experiments.common import cpu_name, write_results
+    from experiments.common import RESULTS, cpu_name, write_results
 
     with open(os.path.join(args.out, "model.json")) as f:
         spec = json.load(f)
     with open(os.path.join(args.out, "curve.json")) as f:
         run = json.load(f)
+    curve = run["curve"]
+    saved = [point for point in curve if "weights_step" in point][-1]
     model = bytenet_tf.build_model(spec["model"], **spec["overrides"])
     model.load_weights(os.path.join(args.out, "last.weights.h5"))
     bound = inference.Translator(model).output_bound
@@ -398,17 +426,22 @@ def score(args):
           f"{greedy['bleu']:.2f} chrF {greedy['chrf']:.2f}", flush=True)
     trained_by = "KERAS_BACKEND=jax python experiments/long_run.py train " + " ".join(
         f"--{key}={value}" for key, value in sorted(run["args"].items())
-        if key not in ("command", "data", "out", "name"))
+        if key not in ("command", "data", "out", "name", "trained_at") and value != 0)
+    plot_curve(args.name, curve, os.path.join(RESULTS, f"long_run_{args.name}.png"))
     path = write_results(f"long_run_{args.name}", {
         "command": f"python experiments/long_run.py score --name={args.name}",
-        "trained_by": trained_by, "trained_on": run["devices"], "scored_on": cpu_name(),
-        "decoding_precision": "float32", "model": spec, "parameters": run["parameters"],
-        "steps": run["curve"][-1]["step"], "train_seconds": run["curve"][-1]["train_seconds"],
+        "trained_by": trained_by, "trained_at": args.trained_at,
+        "trained_on": run.get("device_kind", run["devices"]),
+        "scored_on": cpu_name(), "decoding_precision": "float32", "model": spec,
+        "parameters": run["parameters"], "budget_seconds": run["budget_seconds"],
+        "reached_budget": "weights_step" in curve[-1], "last_logged_step": curve[-1]["step"],
+        "weights_step": saved["step"], "weights_train_seconds": saved["train_seconds"],
+        "weights_learning_rate": saved["learning_rate"], "weights_epochs": saved["epochs"],
         "validation_pairs": len(valid[0]),
         "validation_by_length_penalty": {a: {k: r[k] for k in ("bleu", "chrf")}
                                          for a, r in rows.items()},
         "test_set": TEST_SET, "test_beam4": beam, "test_greedy": greedy,
-        "beam4_decode_seconds": round(seconds, 1), "curve": run["curve"],
+        "beam4_decode_seconds": round(seconds, 1), "curve": curve,
         "greedy_test_examples_on_device": run["test_examples"]})
     print(f"wrote {path}")
 
@@ -420,6 +453,8 @@ def main():
     parser.add_argument("--data", required=True, help="the folder `prepare` writes")
     parser.add_argument("--out", help="train: where it writes; score: what it reads")
     parser.add_argument("--name", help="score: the results' name")
+    parser.add_argument("--trained_at", default="unknown",
+                        help="score: the commit that `train` ran at, for the results")
     parser.add_argument("--minutes", type=float, default=7.0, help="training time budget")
     parser.add_argument("--hidden_size", type=int, default=0, help="0: the model's (400)")
     parser.add_argument("--num_stacks", type=int, default=0, help="0: the model's (3)")

@@ -65,3 +65,41 @@ class BeamWidthSectionTest(tf.test.TestCase):
         self.assertIn("| 8 | chrF | 3.0 | 9.00 / 31.00 | 0.25 | 19.00 / 40.00 | 12.3 |", rows[2])
         self.assertIn("| 8 | BLEU | 0.6 | 11.50 / 30.00 | 0.75 | 21.00 / 39.00 | 12.3 |", rows[3])
         self.assertIn("- `beam_width_r`: `python x`", lines)
+
+
+class LongRunSectionTest(tf.test.TestCase):
+
+    def _result(self, reached_budget):
+        curve = [{"step": 1000, "epochs": 0, "learning_rate": 2e-3, "train_loss": 1.6,
+                  "valid_loss": 1.4},
+                 {"step": 2000, "epochs": 1, "learning_rate": 1e-3, "train_loss": 1.2,
+                  "valid_loss": 1.25, "valid_greedy": {"bleu": 7.0, "chrf": 25.0},
+                  "test_greedy": {"bleu": 13.0, "chrf": 32.0}, "weights_step": 2000},
+                 {"step": 3000, "epochs": 1, "learning_rate": 5e-4, "train_loss": 1.1,
+                  "valid_loss": 1.3}]
+        if reached_budget:
+            curve[-1].update(curve[1], step=3000)
+        return {"trained_by": "KERAS_BACKEND=jax python t", "trained_at": "abc", "commit": "def",
+                "trained_on": "[CudaDevice(id=0)]", "command": "python s", "scored_on": "CPU",
+                "parameters": 1234, "weights_step": 3000 if reached_budget else 2000,
+                "weights_epochs": 1, "weights_learning_rate": 1e-3, "budget_seconds": 330.0,
+                "reached_budget": reached_budget, "last_logged_step": 3000,
+                "test_set": "multi30k-test2016", "curve": curve,
+                "test_beam4": {"bleu": 20.5, "chrf": 40.25, "length_penalty": 1.0},
+                "test_greedy": {"bleu": 18.0, "chrf": 38.0}}
+
+    def test_a_run_stopped_before_its_budget_says_which_weights_were_scored(self):
+        from experiments.reports import translation
+
+        lines = translation.long_run_section({"long_run_x": self._result(False)})
+        text = "\n".join(lines)
+        self.assertIn("Weights of step 2,000 (epochs done: 1, learning rate 1.00e-03); stopped at "
+                      "step 3,000, before its 5.5-minute budget ended", text)
+        self.assertIn("beam 4, length penalty 1.0: BLEU 20.50, chrF 40.25; greedy: BLEU 18.00",
+                      text)
+        self.assertIn("| 2,000 | 1 | 1.00e-03 | 1.200 | 1.250 | 7.00 / 13.00 |", lines)
+        self.assertIn("| 3,000 | 1 | 5.00e-04 | 1.100 | 1.300 |  |", lines)
+        self.assertIn("![long_run_x](results/long_run_x.png)", lines)
+        finished = "\n".join(translation.long_run_section({"long_run_x": self._result(True)}))
+        self.assertIn("Weights of step 3,000 (epochs done: 1, learning rate 1.00e-03).", finished)
+        self.assertNotIn("stopped", finished)

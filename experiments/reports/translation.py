@@ -315,6 +315,46 @@ def beam_width_section(results):
     return lines
 
 
+def long_run_section(results):
+    """The recipe's math past a CPU budget, on a GPU under JAX (long_run_*.json, written by
+    experiments/long_run.py)."""
+    lines = ["### Past the CPU budget", "",
+             "`experiments/long_run.py`: the text preset's model and training math (its "
+             "token-budget batches, Adam, a cosine decay that ends with the time budget, "
+             "mixed_bfloat16, dropout 0) under JAX on a GPU, for more steps than 2 CPU hours "
+             "hold; held-out loss on the 500 held-out pairs (captions, Tatoeba, news), greedy "
+             "BLEU on the device on the way (read only), and the weights scored afterwards on "
+             "the CPU with TensorFlow as bytenet-train scores its export (beam 4, the length "
+             "penalty with the best BLEU on the 500 held-out pairs, float32)."]
+    for name, result in results.items():
+        stopped = "" if result["reached_budget"] else (
+            f"; stopped at step {result['last_logged_step']:,}, before its "
+            f"{result['budget_seconds'] / 60:.1f}-minute budget ended, so the scored weights "
+            "are the last ones saved")
+        lines += ["", f"#### `{name}`", "",
+                  f"Trained by `{result['trained_by']}` at {result['trained_at']} on "
+                  f"{result['trained_on']}; scored by `{result['command']}` at "
+                  f"{result['commit']} on {result['scored_on']}. {result['parameters']:,} "
+                  f"parameters. Weights of step {result['weights_step']:,} "
+                  f"(epochs done: {result['weights_epochs']}, learning rate "
+                  f"{result['weights_learning_rate']:.2e}){stopped}.", "",
+                  f"- {result['test_set']}, beam 4, length penalty "
+                  f"{result['test_beam4']['length_penalty']}: BLEU "
+                  f"{result['test_beam4']['bleu']:.2f}, chrF {result['test_beam4']['chrf']:.2f}; "
+                  f"greedy: BLEU {result['test_greedy']['bleu']:.2f}, chrF "
+                  f"{result['test_greedy']['chrf']:.2f}.", "",
+                  "| step | epochs done | learning rate | train loss | held-out loss | greedy BLEU "
+                  "held-out / test (device) |", "|---|---|---|---|---|---|"]
+        for point in result["curve"]:
+            greedy = (f"{point['valid_greedy']['bleu']:.2f} / {point['test_greedy']['bleu']:.2f}"
+                      if "test_greedy" in point else "")
+            lines.append(f"| {point['step']:,} | {point['epochs']} | "
+                         f"{point['learning_rate']:.2e} | {point['train_loss']:.3f} | "
+                         f"{point['valid_loss']:.3f} | {greedy} |")
+        lines += ["", f"![{name}](results/long_run_{name[len('long_run_'):]}.png)"]
+    return lines
+
+
 def render():
     """The section's subsections, from real_translation_*.json and translator_*.json."""
     lines = []
@@ -341,6 +381,9 @@ def render():
     widths = results_named("beam_width")
     if widths:
         lines += beam_width_section(widths) + [""]
+    long_runs = results_named("long_run")
+    if long_runs:
+        lines += long_run_section(long_runs) + [""]
     attention = results_named("attention_screen")
     if attention:
         lines += attention_section(attention) + [""]
