@@ -37,6 +37,7 @@ choice or near it in every run so far).
 """
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -48,6 +49,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bytenet_tf.models.unfolding import unfolded_length  # noqa: E402
+from pipelines.buckets import bucket_sizes, default_boundaries  # noqa: E402
 from pipelines.byte_codec import BOS_ID, BYTE_OFFSET, EOS_ID, PAD_ID  # noqa: E402
 
 TEST_SET = "multi30k-test2016"
@@ -76,15 +78,6 @@ def read_pairs(data, split):
     return sources, targets
 
 
-def default_boundaries(max_length, growth=1.1):
-    """`pipelines.preprocessing.default_boundaries`, without TensorFlow."""
-    boundaries, edge = [], 8
-    while edge < max_length:
-        boundaries.append(edge)
-        edge = max(edge + 1, int(edge * growth))
-    return tuple(boundaries) + (max_length,)
-
-
 class TokenBudgetBatches:
     """An endless stream of training batches as `pipelines.preprocessing.batch` makes them:
     `(bucket, pairs)`.
@@ -106,8 +99,7 @@ class TokenBudgetBatches:
                       if s and t and len(s) < max_length and len(t) < max_length]
         self.skipped = len(sources) - len(self.pairs)
         self.boundaries = default_boundaries(max_length)
-        edges = list(self.boundaries) + [max(max_length, self.boundaries[-1])]
-        self.sizes = [max(1, tokens_per_batch // edge) for edge in edges]
+        self.sizes = bucket_sizes(self.boundaries, max_length, None, tokens_per_batch)
         self.rng = np.random.default_rng(seed)
         self.epochs = 0
 
@@ -265,9 +257,10 @@ def train(args):
     fixed = [v.value for v in model.non_trainable_variables]
     beta_1, beta_2 = RECIPE["adam_beta_1"], RECIPE["adam_beta_2"]
 
-    def loss_sum(weights, source, target, labels):
+    def loss_sum(weights, source, target, labels, training=True):
+        """The cross-entropy summed over real target bytes, and their count."""
         logits, _ = model.stateless_call(weights, fixed, {"source": source, "target": target},
-                                         training=True)
+                                         training=training)
         log_p = jax.nn.log_softmax(logits.astype(jnp.float32))
         nll = -jnp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
         mask = (labels != PAD_ID).astype(jnp.float32)
@@ -290,13 +283,7 @@ def train(args):
                    for w, m, v in zip(weights, first, second)]
         return weights, (first, second), total, count
 
-    @jax.jit
-    def eval_sums(weights, source, target, labels):
-        logits, _ = model.stateless_call(weights, fixed, {"source": source, "target": target})
-        log_p = jax.nn.log_softmax(logits.astype(jnp.float32))
-        nll = -jnp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
-        mask = (labels != PAD_ID).astype(jnp.float32)
-        return jnp.sum(nll * mask), jnp.sum(mask)
+    eval_sums = jax.jit(functools.partial(loss_sum, training=False))
 
     @jax.jit
     def argmax_at(weights, source, target, t):

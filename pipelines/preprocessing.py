@@ -25,6 +25,7 @@ import dataclasses
 import tensorflow as tf
 
 from pipelines import byte_codec
+from pipelines.buckets import bucket_sizes, default_boundaries
 from pipelines.byte_codec import DEFAULT_MAX_LENGTH
 from pipelines.options import ConfigError
 
@@ -126,18 +127,6 @@ def frame(source, target):
     return features, tf.concat([target_ids, eos], 0)
 
 
-def default_boundaries(max_length, growth=1.1):
-    """Bucket edges from 8 up to `max_length`, each about `growth` times the last.
-
-    Narrow buckets keep padding low; with a large enough shuffle buffer they still fill.
-    """
-    boundaries, edge = [], 8
-    while edge < max_length:
-        boundaries.append(edge)
-        edge = max(edge + 1, int(edge * growth))
-    return tuple(boundaries) + (max_length,)
-
-
 def _element_length(features, labels):
     return tf.maximum(tf.shape(features["source"])[0], tf.shape(labels)[0])
 
@@ -148,12 +137,8 @@ def batch(dataset, config):
     if not config.bucketing:
         return dataset.padded_batch(config.batch_size, padding_values=padding)
     boundaries = list(config.bucket_boundaries or default_boundaries(config.max_length))
-    if config.tokens_per_batch:
-        # The last bucket holds sequences up to max_length.
-        edges = boundaries + [max(config.max_length, boundaries[-1])]
-        sizes = [max(1, config.tokens_per_batch // edge) for edge in edges]
-    else:
-        sizes = [config.batch_size] * (len(boundaries) + 1)
+    sizes = bucket_sizes(boundaries, config.max_length, config.batch_size,
+                         config.tokens_per_batch)
     # bucket_by_sequence_length puts length L in the bucket whose boundary exceeds L.
     return dataset.bucket_by_sequence_length(
         _element_length, [edge + 1 for edge in boundaries], sizes, padded_shapes=None,
