@@ -307,8 +307,9 @@ def train(args):
         return {"bleu": scores["bleu"], "chrf": scores["chrf"]}, hypotheses
 
     moments = ([jnp.zeros_like(w) for w in trainable], [jnp.zeros_like(w) for w in trainable])
+    shapes = [padded_shape(stream, b) for b in range(len(stream.boundaries))]
     # Compile every batch shape before the clock starts (the results are thrown away).
-    for rows, length in sorted({padded_shape(stream, b) for b in range(len(stream.boundaries))}):
+    for rows, length in sorted(set(shapes)):
         empty = np.full((rows, length), PAD_ID, np.int32)
         jax.block_until_ready(train_step(trainable, moments, jnp.int32(0), jnp.float32(0.0),
                                          empty, empty, empty))
@@ -319,7 +320,7 @@ def train(args):
     step, started, excluded = 0, time.time(), 0.0
     for bucket, pairs in stream:
         trained = time.time() - started - excluded
-        rows, length = padded_shape(stream, bucket)
+        rows, length = shapes[bucket]
         source, target, labels = frame(pairs, length, rows)
         lr = learning_rate(step, trained, budget)
         trainable, moments, total, count = train_step(trainable, moments, jnp.int32(step),
