@@ -10,20 +10,21 @@ on a GPU) for longer than a CPU run holds, then scored on TensorFlow as the reci
 TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
-with the preset's overrides (dropout 0), pairs whose sides are shorter than `train_max_length`
-(200) bytes, the whole set shuffled once per epoch, the token-budget buckets of
-`pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when it fills),
-the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon 1e-7) with
-a 200-step linear warm-up and a cosine decay to 5% that ends when `--minutes` of training time
-are spent (as the preset's budget does), in mixed_bfloat16. Batches are padded up to four
-shapes (all-PAD rows and columns, which add nothing to the loss) so that a compiling backend
-compiles four steps. Every `--eval_every` steps it logs the training loss and the held-out
-cross-entropy; every `--decode_every` steps, and at the end, greedy BLEU and chrF on the
-held-out pairs and on multi30k-test2016 (read only: nothing is chosen on either), and saves
-the weights then, in float32, to OUT/last.weights.h5 (so a run stopped early keeps those of its
-last decoding point); it writes OUT/curve.json and OUT/model.json. Compiling and decoding come
-on top of `--minutes`: at hidden 400 on an H200, a 5.5-minute budget with decoding every 8,000
-steps needed more than 560 s in all.
+with the preset's overrides (dropout 0; `--dropout_rate` and `--label_smoothing`, off by
+default, screen the regularization that the preset leaves out), pairs whose sides are shorter
+than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
+buckets of `pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when
+it fills), the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon
+1e-7) with a 200-step linear warm-up and a cosine decay to 5% that ends when `--minutes` of
+training time are spent (as the preset's budget does), in mixed_bfloat16. Batches are padded up
+to four shapes (all-PAD rows and columns, which add nothing to the loss) so that a compiling
+backend compiles four steps. Every `--eval_every` steps it logs the training loss and the
+held-out cross-entropy; every `--decode_every` steps, and at the end, greedy BLEU and chrF on
+the held-out pairs and on multi30k-test2016 (read only: nothing is chosen on either). At every
+logging point it writes OUT/curve.json, then the weights, in float32, to OUT/last.weights.h5
+with their step in the file (so a run stopped early keeps those of its last logging point); and
+OUT/model.json. Compiling and decoding come on top of `--minutes`: at hidden 400 on an H200, a
+5.5-minute budget with decoding every 8,000 steps needed more than 560 s in all.
 
 `score` (TensorFlow, float32, the CPU) loads those weights into the same model, runs one beam-4
 search over the 500 held-out pairs, takes the length penalty with the best validation BLEU (as
@@ -37,7 +38,6 @@ choice or near it in every run so far).
 """
 
 import argparse
-import functools
 import json
 import math
 import os
@@ -60,6 +60,7 @@ RECIPE = dict(model="bytenet_selu", dropout_rate=0.0, learning_rate=2e-3, warmup
 # Padded shapes of the training batches: lengths up to each edge share one shape.
 SHAPE_EDGES = (32, 64, 128)
 DECODE_MARGIN = 10  # bytenet_tf.decoding.DEFAULT_MARGIN
+WEIGHTS = "last.weights.h5"
 
 
 def read_lines(path):
@@ -151,6 +152,34 @@ def padded_shape(stream, bucket):
     return rows, length
 
 
+def cross_entropy_sums(logits, labels, smoothing=0.0):
+    """Cross-entropy sums over the real (non-PAD) target bytes, under JAX.
+
+    Args:
+        logits: `(batch, T, VOCAB_SIZE)`, any float dtype (taken in float32).
+        labels: int `(batch, T)`, PAD_ID where there is no byte.
+        smoothing: float in [0, 1): the objective's label smoothing, with the target of
+            `bytenet_tf.training.evaluation.smoothed_cross_entropy` (1 - e on the label, e / V
+            on every id).
+
+    Returns:
+        `(objective, plain, count)`: scalars; the objective equals the plain sum when
+        `smoothing` is 0.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    log_p = jax.nn.log_softmax(jnp.asarray(logits).astype(jnp.float32))
+    nll = -jnp.take_along_axis(log_p, jnp.asarray(labels)[..., None], axis=-1)[..., 0]
+    mask = (jnp.asarray(labels) != PAD_ID).astype(jnp.float32)
+    plain = jnp.sum(nll * mask)
+    objective = plain
+    if smoothing:
+        uniform = -jnp.mean(log_p, axis=-1)
+        objective = (1.0 - smoothing) * plain + smoothing * jnp.sum(uniform * mask)
+    return objective, plain, jnp.sum(mask)
+
+
 def learning_rate(step, seconds, budget_seconds, recipe=RECIPE):
     """`bytenet_tf.training.schedule.WarmupCosineDecay` at `step` (from 0) when `done` is the
     share of the time budget spent (the preset's `train_steps` never binds first)."""
@@ -240,7 +269,7 @@ def train(args):
         raise SystemExit("`train` runs on the JAX backend: set KERAS_BACKEND=jax.")
     os.makedirs(args.out, exist_ok=True)
     keras.utils.set_random_seed(args.seed)
-    overrides = {"dropout_rate": RECIPE["dropout_rate"], "seed": args.seed}
+    overrides = {"dropout_rate": args.dropout_rate, "seed": args.seed}
     for key in ("hidden_size", "num_stacks"):
         if getattr(args, key):
             overrides[key] = getattr(args, key)
@@ -257,23 +286,22 @@ def train(args):
     fixed = [v.value for v in model.non_trainable_variables]
     beta_1, beta_2 = RECIPE["adam_beta_1"], RECIPE["adam_beta_2"]
 
-    def loss_sum(weights, source, target, labels, training=True):
-        """The cross-entropy summed over real target bytes, and their count."""
-        logits, _ = model.stateless_call(weights, fixed, {"source": source, "target": target},
-                                         training=training)
-        log_p = jax.nn.log_softmax(logits.astype(jnp.float32))
-        nll = -jnp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
-        mask = (labels != PAD_ID).astype(jnp.float32)
-        return jnp.sum(nll * mask), jnp.sum(mask)
+    def loss_sums(weights, state, source, target, labels, training=True):
+        """`cross_entropy_sums` of a batch (smoothed in training only), and the new
+        non-trainable state: the dropout layers' seed generators advance in training."""
+        logits, state = model.stateless_call(weights, state, {"source": source, "target": target},
+                                             training=training)
+        smoothing = args.label_smoothing if training else 0.0
+        return (*cross_entropy_sums(logits, labels, smoothing), state)
 
-    def mean_loss(weights, source, target, labels):
-        total, count = loss_sum(weights, source, target, labels)
-        return total / jnp.maximum(count, 1.0), (total, count)
+    def mean_objective(weights, state, source, target, labels):
+        objective, plain, count, state = loss_sums(weights, state, source, target, labels)
+        return objective / jnp.maximum(count, 1.0), (plain, count, state)
 
     @jax.jit
-    def train_step(weights, moments, step, lr, source, target, labels):
-        (_, (total, count)), grads = jax.value_and_grad(mean_loss, has_aux=True)(
-            weights, source, target, labels)
+    def train_step(weights, state, moments, step, lr, source, target, labels):
+        (_, (total, count, state)), grads = jax.value_and_grad(mean_objective, has_aux=True)(
+            weights, state, source, target, labels)
         t = (step + 1).astype(jnp.float32)
         alpha = lr * jnp.sqrt(1.0 - beta_2 ** t) / (1.0 - beta_1 ** t)
         first, second = moments
@@ -281,9 +309,10 @@ def train(args):
         second = [v + (1 - beta_2) * (g * g - v) for v, g in zip(second, grads)]
         weights = [w - alpha * m / (jnp.sqrt(v) + RECIPE["adam_epsilon"])
                    for w, m, v in zip(weights, first, second)]
-        return weights, (first, second), total, count
+        return weights, state, (first, second), total, count
 
-    eval_sums = jax.jit(functools.partial(loss_sum, training=False))
+    eval_sums = jax.jit(lambda weights, *batch: loss_sums(weights, fixed, *batch,
+                                                          training=False)[1:3])
 
     @jax.jit
     def argmax_at(weights, source, target, t):
@@ -311,20 +340,20 @@ def train(args):
     # Compile every batch shape before the clock starts (the results are thrown away).
     for rows, length in sorted(set(shapes)):
         empty = np.full((rows, length), PAD_ID, np.int32)
-        jax.block_until_ready(train_step(trainable, moments, jnp.int32(0), jnp.float32(0.0),
-                                         empty, empty, empty))
+        jax.block_until_ready(train_step(trainable, fixed, moments, jnp.int32(0),
+                                         jnp.float32(0.0), empty, empty, empty))
     budget = args.minutes * 60.0
     curve, losses, tokens, examples = [], [], 0.0, []
     # Training time: the wall clock less the held-out loss and decoding (the device queue is
     # drained before each of those, when their inputs are read back).
-    step, started, excluded = 0, time.time(), 0.0
+    step, started, excluded, state = 0, time.time(), 0.0, fixed
     for bucket, pairs in stream:
         trained = time.time() - started - excluded
         rows, length = shapes[bucket]
         source, target, labels = frame(pairs, length, rows)
         lr = learning_rate(step, trained, budget)
-        trainable, moments, total, count = train_step(trainable, moments, jnp.int32(step),
-                                                      jnp.float32(lr), source, target, labels)
+        trainable, state, moments, total, count = train_step(
+            trainable, state, moments, jnp.int32(step), jnp.float32(lr), source, target, labels)
         losses.append((total, count))
         step += 1
         last = trained >= budget
@@ -341,11 +370,9 @@ def train(args):
             point["valid_greedy"], _ = greedy_scores(trainable, valid)
             point["test_greedy"], hypotheses = greedy_scores(trainable, test)
             examples = [h.decode("utf-8", "replace") for h in hypotheses[:5]]
-            # The newest weights, kept at every decoding point in case the run is stopped.
-            for variable, value in zip(model.trainable_variables, trainable):
-                variable.assign(value)
-            model.save_weights(os.path.join(args.out, "last.weights.h5"))
-            point["weights_step"] = step
+        point["weights_step"] = step
+        if last:
+            point["end"] = True
         curve.append(point)
         print(json.dumps(point), flush=True)
         with open(os.path.join(args.out, "curve.json"), "w") as f:
@@ -355,11 +382,36 @@ def train(args):
                        "wall_seconds": round(time.time() - started, 1),
                        "target_bytes": tokens, "test_examples": examples,
                        "args": vars(args)}, f, indent=1)
+        # After the curve that names them, so that a run stopped in between keeps weights
+        # whose step its curve.json holds: every logging point's, not only the decoding ones.
+        save_weights(model, trainable, os.path.join(args.out, WEIGHTS), step)
         excluded += time.time() - paused
         if last:
             break
     print(f"{step} steps in {curve[-1]['train_seconds']:.0f} s of training; wrote {args.out}",
           flush=True)
+
+
+def save_weights(model, values, path, step):
+    """Writes `values` (the trainable variables' arrays) as `model`'s weights to `path`, with
+    `step` as an attribute of the file, replacing any older file only once it is complete."""
+    import h5py
+
+    for variable, value in zip(model.trainable_variables, values):
+        variable.assign(value)
+    partial = path[:-len(".weights.h5")] + ".partial.weights.h5"
+    model.save_weights(partial)
+    with h5py.File(partial, "a") as f:
+        f.attrs["step"] = step
+    os.replace(partial, path)
+
+
+def saved_step(path):
+    """The step that `save_weights` wrote into `path`, or None for a file without one."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return int(f.attrs["step"]) if "step" in f.attrs else None
 
 
 def plot_curve(name, curve, path):
@@ -396,9 +448,12 @@ def score(args):
     with open(os.path.join(args.out, "curve.json")) as f:
         run = json.load(f)
     curve = run["curve"]
-    saved = [point for point in curve if "weights_step" in point][-1]
+    weights = os.path.join(args.out, WEIGHTS)
+    step = saved_step(weights)
+    saved = [point for point in curve if "weights_step" in point
+             and (step is None or point["step"] == step)][-1]
     model = bytenet_tf.build_model(spec["model"], **spec["overrides"])
-    model.load_weights(os.path.join(args.out, "last.weights.h5"))
+    model.load_weights(weights)
     bound = inference.Translator(model).output_bound
     valid, test = read_pairs(args.data, "valid"), read_pairs(args.data, "test")
     by_alpha, _ = beam_outputs(model, 4, *valid, bound)
@@ -422,7 +477,9 @@ def score(args):
         "trained_on": run.get("device_kind", run["devices"]),
         "scored_on": cpu_name(), "decoding_precision": "float32", "model": spec,
         "parameters": run["parameters"], "budget_seconds": run["budget_seconds"],
-        "reached_budget": "weights_step" in curve[-1], "last_logged_step": curve[-1]["step"],
+        "reached_budget": (bool(saved.get("end")) if step is not None
+                           else "weights_step" in curve[-1]),
+        "last_logged_step": curve[-1]["step"],
         "weights_step": saved["step"], "weights_train_seconds": saved["train_seconds"],
         "weights_learning_rate": saved["learning_rate"], "weights_epochs": saved["epochs"],
         "validation_pairs": len(valid[0]),
@@ -448,12 +505,20 @@ def main():
     parser.add_argument("--num_stacks", type=int, default=0, help="0: the model's (3)")
     parser.add_argument("--precision", default="mixed_bfloat16",
                         choices=("float32", "mixed_bfloat16"))
+    parser.add_argument("--dropout_rate", type=float, default=RECIPE["dropout_rate"],
+                        help="train: the zoo model's AlphaDropout rate (the preset's: 0)")
+    parser.add_argument("--label_smoothing", type=float, default=0.0,
+                        help="train: label smoothing of the training objective (the preset's: "
+                             "0); the logged losses stay unsmoothed")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval_every", type=int, default=1000)
     parser.add_argument("--decode_every", type=int, default=5000)
     args = parser.parse_args()
     if args.command != "prepare" and not args.out:
         raise SystemExit(f"`{args.command}` needs --out.")
+    for key in ("dropout_rate", "label_smoothing"):
+        if not 0.0 <= getattr(args, key) < 1.0:
+            raise SystemExit(f"--{key} must be in [0, 1); got {getattr(args, key)}.")
     if args.command == "score" and not args.name:
         raise SystemExit("`score` needs --name.")
     {"prepare": prepare, "train": train, "score": score}[args.command](args)

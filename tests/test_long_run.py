@@ -17,9 +17,10 @@ import bytenet_tf
 import pytest
 from bytenet_tf import decoding, inference
 from bytenet_tf.training import config as train_config
+from bytenet_tf.training import evaluation
 from bytenet_tf.training.schedule import WarmupCosineDecay
 from experiments import long_run
-from pipelines import preprocessing
+from pipelines import byte_codec, preprocessing
 from tests.conftest import PROJECT_ROOT
 
 
@@ -136,7 +137,8 @@ def test_weights_trained_under_jax_give_the_same_held_out_loss_under_tensorflow(
         env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
         command = [sys.executable, os.path.join(PROJECT_ROOT, "experiments", "long_run.py"),
                    "train", f"--data={data}", f"--out={out}", "--minutes=0.01",
-                   "--hidden_size=8", "--num_stacks=1", "--eval_every=4", "--decode_every=1000"]
+                   "--hidden_size=8", "--num_stacks=1", "--eval_every=4", "--decode_every=1000",
+                   "--dropout_rate=0.1", "--label_smoothing=0.1"]
         finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
         assert finished.returncode == 0, finished.stderr[-3000:]
         with open(os.path.join(out, "curve.json")) as f:
@@ -144,6 +146,9 @@ def test_weights_trained_under_jax_give_the_same_held_out_loss_under_tensorflow(
         with open(os.path.join(out, "model.json")) as f:
             spec = json.load(f)
         assert "weights_step" in curve[-1] and "test_greedy" in curve[-1]
+        assert spec["overrides"]["dropout_rate"] == 0.1
+        assert curve[-1]["end"] and long_run.saved_step(
+            os.path.join(out, long_run.WEIGHTS)) == curve[-1]["step"]
         # The budget is spent: the last step ran at the end of the cosine decay.
         assert curve[-1]["learning_rate"] == pytest.approx(
             long_run.learning_rate(curve[-1]["step"] - 1, 1.0, 1.0))
@@ -156,3 +161,37 @@ def test_weights_trained_under_jax_give_the_same_held_out_loss_under_tensorflow(
         nll = -np.take_along_axis(log_p, labels[..., None], -1)[..., 0]
         mask = labels != 0
         assert abs(nll[mask].mean() - curve[-1]["valid_loss"]) < 2e-2 * curve[-1]["valid_loss"]
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_the_objective_is_the_trainers_smoothed_cross_entropy(smoothing):
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("JAX is not installed (it is in the [test] extra)")
+    rng = np.random.default_rng(4)
+    logits = rng.normal(0.0, 3.0, (3, 7, byte_codec.VOCAB_SIZE)).astype(np.float32)
+    labels = rng.integers(1, byte_codec.VOCAB_SIZE, (3, 7)).astype(np.int32)
+    labels[0, 4:] = labels[2, 1:] = 0  # PAD_ID: no byte there
+    objective, plain, count = (float(x) for x in long_run.cross_entropy_sums(
+        logits, labels, smoothing))
+    expected, expected_plain, mask = evaluation.smoothed_cross_entropy(
+        tf.constant(labels), tf.constant(logits), smoothing)
+    assert count == float(tf.reduce_sum(mask)) == 21 - 3 - 6
+    assert plain == pytest.approx(float(expected_plain), rel=1e-5)
+    assert objective == pytest.approx(float(expected), rel=1e-5)
+    assert (objective == plain) == (smoothing == 0.0)
+
+
+def test_saved_weights_name_their_step_and_load_as_keras_weights():
+    model = bytenet_tf.build_model("bytenet_selu", hidden_size=8, num_stacks=1, seed=3)
+    values = [np.full(v.shape, 0.5, v.dtype) for v in model.trainable_variables]
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, long_run.WEIGHTS)
+        model.save_weights(path)
+        assert long_run.saved_step(path) is None  # a file from model.save_weights alone
+        long_run.save_weights(model, values, path, step=7)
+        assert long_run.saved_step(path) == 7
+        assert os.listdir(folder) == [long_run.WEIGHTS]
+        fresh = bytenet_tf.build_model("bytenet_selu", hidden_size=8, num_stacks=1, seed=4)
+        fresh.load_weights(path)
+        for variable in fresh.trainable_variables:
+            np.testing.assert_array_equal(variable.numpy(), 0.5)
