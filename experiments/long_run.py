@@ -169,9 +169,10 @@ def cross_entropy_sums(logits, labels, smoothing=0.0):
     import jax
     import jax.numpy as jnp
 
+    labels = jnp.asarray(labels)
     log_p = jax.nn.log_softmax(jnp.asarray(logits).astype(jnp.float32))
-    nll = -jnp.take_along_axis(log_p, jnp.asarray(labels)[..., None], axis=-1)[..., 0]
-    mask = (jnp.asarray(labels) != PAD_ID).astype(jnp.float32)
+    nll = -jnp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
+    mask = (labels != PAD_ID).astype(jnp.float32)
     plain = jnp.sum(nll * mask)
     objective = plain
     if smoothing:
@@ -311,8 +312,11 @@ def train(args):
                    for w, m, v in zip(weights, first, second)]
         return weights, state, (first, second), total, count
 
-    eval_sums = jax.jit(lambda weights, *batch: loss_sums(weights, fixed, *batch,
-                                                          training=False)[1:3])
+    @jax.jit
+    def eval_sums(weights, source, target, labels):
+        """The plain cross-entropy sum and byte count, without dropout."""
+        _, plain, count, _ = loss_sums(weights, fixed, source, target, labels, training=False)
+        return plain, count
 
     @jax.jit
     def argmax_at(weights, source, target, t):
@@ -370,7 +374,6 @@ def train(args):
             point["valid_greedy"], _ = greedy_scores(trainable, valid)
             point["test_greedy"], hypotheses = greedy_scores(trainable, test)
             examples = [h.decode("utf-8", "replace") for h in hypotheses[:5]]
-        point["weights_step"] = step
         if last:
             point["end"] = True
         curve.append(point)
@@ -450,8 +453,10 @@ def score(args):
     curve = run["curve"]
     weights = os.path.join(args.out, WEIGHTS)
     step = saved_step(weights)
-    saved = [point for point in curve if "weights_step" in point
-             and (step is None or point["step"] == step)][-1]
+    if step is None:  # a file from before steps were stored: saved at decoding points only
+        saved = [point for point in curve if "weights_step" in point][-1]
+    else:
+        saved = next(point for point in curve if point["step"] == step)
     model = bytenet_tf.build_model(spec["model"], **spec["overrides"])
     model.load_weights(weights)
     bound = inference.Translator(model).output_bound
@@ -477,8 +482,7 @@ def score(args):
         "trained_on": run.get("device_kind", run["devices"]),
         "scored_on": cpu_name(), "decoding_precision": "float32", "model": spec,
         "parameters": run["parameters"], "budget_seconds": run["budget_seconds"],
-        "reached_budget": (bool(saved.get("end")) if step is not None
-                           else "weights_step" in curve[-1]),
+        "reached_budget": (saved is curve[-1] if step is None else bool(saved.get("end"))),
         "last_logged_step": curve[-1]["step"],
         "weights_step": saved["step"], "weights_train_seconds": saved["train_seconds"],
         "weights_learning_rate": saved["learning_rate"], "weights_epochs": saved["epochs"],
