@@ -54,8 +54,9 @@ from pipelines.byte_codec import BOS_ID, BYTE_OFFSET, EOS_ID, PAD_ID  # noqa: E4
 
 TEST_SET = "multi30k-test2016"
 # The `text` preset's values (bytenet_tf.training.config.PRESETS["text"]); tests check them.
-RECIPE = dict(model="bytenet_selu", dropout_rate=0.0, learning_rate=2e-3, warmup_steps=200,
-              learning_rate_floor=0.05, tokens_per_batch=2560, train_max_length=200,
+RECIPE = dict(model="bytenet_selu", hidden_size=256, dropout_rate=0.0, learning_rate=2e-3,
+              warmup_steps=200, learning_rate_floor=0.05, tokens_per_batch=2560,
+              train_max_length=200,
               adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-7)
 # Padded shapes of the training batches: lengths up to each edge share one shape.
 SHAPE_EDGES = (32, 64, 128)
@@ -505,7 +506,7 @@ def main():
     parser.add_argument("--trained_at", default="unknown",
                         help="score: the commit that `train` ran at, for the results")
     parser.add_argument("--minutes", type=float, default=7.0, help="training time budget")
-    parser.add_argument("--hidden_size", type=int, default=0, help="0: the model's (400)")
+    parser.add_argument("--hidden_size", type=int, default=RECIPE["hidden_size"])
     parser.add_argument("--num_stacks", type=int, default=0, help="0: the model's (3)")
     parser.add_argument("--precision", default="mixed_bfloat16",
                         choices=("float32", "mixed_bfloat16"))

@@ -69,6 +69,8 @@ class TextPresetTest(tf.test.TestCase):
         self.assertEqual(resolved.train_max_length, 200)
         self.assertEqual(resolved.max_length, 500)  # serving still takes 500-byte sources
         self.assertEqual(resolved.tokens_per_batch, 2560)
+        self.assertEqual(resolved.hidden_size, 256)
+        self.assertEqual(resolve(TrainConfig(data=data, hidden_size=400)).hidden_size, 400)
         # An explicit batch size means pairs per batch; an explicit budget still wins over it.
         pairs = resolve(TrainConfig(data=data, batch_size=16))
         self.assertEqual((pairs.batch_size, pairs.tokens_per_batch), (16, 0))
