@@ -506,7 +506,8 @@ def main():
     parser.add_argument("--trained_at", default="unknown",
                         help="score: the commit that `train` ran at, for the results")
     parser.add_argument("--minutes", type=float, default=7.0, help="training time budget")
-    parser.add_argument("--hidden_size", type=int, default=RECIPE["hidden_size"])
+    parser.add_argument("--hidden_size", type=int, default=RECIPE["hidden_size"],
+                        help="the model's width (default: the text preset's)")
     parser.add_argument("--num_stacks", type=int, default=0, help="0: the model's (3)")
     parser.add_argument("--precision", default="mixed_bfloat16",
                         choices=("float32", "mixed_bfloat16"))
