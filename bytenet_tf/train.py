@@ -31,11 +31,17 @@ def _fields():
 
 
 def _help(field):
+    """The field's help, with the global default and the presets' values of a field left None
+    (a field without a global default, such as the model's width, shows the presets' alone)."""
     text = field.metadata["help"]
-    if field.default is None and field.name in DEFAULTS:
-        presets = "; ".join(f"{name} preset: {preset[field.name]}"
-                            for name, preset in PRESETS.items() if field.name in preset)
+    if field.default is not None:
+        return text
+    presets = "; ".join(f"{name} preset: {preset[field.name]}"
+                        for name, preset in PRESETS.items() if field.name in preset)
+    if field.name in DEFAULTS:
         text += f" Default: {DEFAULTS[field.name]}" + (f" ({presets})." if presets else ".")
+    elif presets:
+        text += f" Set by presets ({presets})."
     return text
 
 

@@ -466,6 +466,8 @@ class ConfigurationSourceTest(tf.test.TestCase):
         self.assertEqual(flags.FLAGS["dataset"].default, "digits")
         self.assertIn("Default: 32 (digits preset: 64; text preset: 32).",
                       flags.FLAGS["batch_size"].help)
+        # A field without a global default still names what the presets set.
+        self.assertIn("(digits preset: 128; text preset: 256).", flags.FLAGS["hidden_size"].help)
         self.assertEqual(flags.FLAGS["ops_policy"].parser.enum_values,
                          ["auto", "reference", "cpu", "cpu_fused"])
 
