@@ -67,6 +67,34 @@ class BeamWidthSectionTest(tf.test.TestCase):
         self.assertIn("- `beam_width_r`: `python x`", lines)
 
 
+class TranslatorSectionTest(tf.test.TestCase):
+
+    def _run(self, metric):
+        scores = {"bleu": 20.0, "chrf": 40.0, "reached_bound": 0.0}
+        test = {name: dict(scores) for name in ("multi30k-test2016", "newstest2015",
+                                                "newstest2016", "newstest2017", "newstest2018",
+                                                "flores200-devtest")}
+        test["multi30k-test2016"]["examples"] = []
+        tried = {"0.0": {"bleu": 22.94, "chrf": 42.37, "reached_bound": 0.0, "std": 1.4,
+                         "wins": 0.65},
+                 "1.0": {"bleu": 22.73, "chrf": 42.49, "reached_bound": 0.0, "std": 1.39,
+                         "wins": 0.35}}
+        return {"command": "python t", "commit": "abc", "seed": 0, "steps": 10, "test": test,
+                "results": {"selection": {"chosen": "last", "metric": metric,
+                                          "candidates": {"last": {"bleu": 1.0, "chrf": 2.0}}},
+                            "length_penalty": {"value": 0.0, "tuned_on_validation": tried}}}
+
+    def test_the_length_penalty_spread_names_the_metric_that_chose_it(self):
+        from experiments.reports import translation
+
+        by_bleu = "\n".join(translation.translator_section({"x": self._run("bleu")}))
+        self.assertIn("0.0: BLEU 22.94, chrF 42.37 (BLEU std 1.40, best in 65% of bootstrap "
+                      "resamples), bound 0.000", by_bleu)
+        by_chrf = "\n".join(translation.translator_section({"x": self._run("chrf")}))
+        self.assertIn("1.0: BLEU 22.73, chrF 42.49 (chrF std 1.39, best in 35% of bootstrap "
+                      "resamples)", by_chrf)
+
+
 class LongRunSectionTest(tf.test.TestCase):
 
     def _result(self, reached_budget):

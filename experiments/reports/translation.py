@@ -11,6 +11,7 @@ from experiments.reports.common import DOCS, ema, load, mean, provenance, result
 
 
 # The news and FLORES test sets that experiments/translator.py scores beside multi30k-test2016.
+_METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF"}
 NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
 
 
@@ -122,10 +123,13 @@ def translator_section(runs):
             for k, v in selection.items()) + "."]
         tried = result["results"]["length_penalty"]["tuned_on_validation"] or {}
         if tried:
+            # `std` and `wins` are of the metric that chose the penalty (chrF in older runs).
+            metric = result["results"]["selection"].get("metric", "chrf")
             lines += ["- Length penalty on validation (beam 4): " + "; ".join(
-                f"{k}: chrF {v['chrf']:.2f}" + (f" (std {v['std']:.2f}, best in "
-                                               f"{100 * v['wins']:.0f}% of bootstrap resamples)"
-                                               if "wins" in v else "")
+                f"{k}: " + (f"BLEU {v['bleu']:.2f}, " if "bleu" in v else "")
+                + f"chrF {v['chrf']:.2f}" + (f" ({_METRIC_NAMES[metric]} std {v['std']:.2f}, "
+                                            f"best in {100 * v['wins']:.0f}% of bootstrap "
+                                            "resamples)" if "wins" in v else "")
                 + f", bound {v['reached_bound']:.3f}" for k, v in tried.items()) + "."]
         lines += ["", f"![{name}](results/translator_{name}.png)", "",
                   "| source (multi30k-test2016) | this model | reference |", "|---|---|---|"]
