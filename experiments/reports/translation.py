@@ -11,8 +11,9 @@ from experiments.reports.common import DOCS, ema, load, mean, provenance, result
 
 
 # The news and FLORES test sets that experiments/translator.py scores beside multi30k-test2016.
-_METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF"}
 NEWS_SETS = ("newstest2015", "newstest2016", "newstest2017", "newstest2018", "flores200-devtest")
+# How the selection metrics' keys are written in the tables.
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF"}
 
 
 def _translator_runs(prefix):
@@ -127,7 +128,7 @@ def translator_section(runs):
             metric = result["results"]["selection"].get("metric", "chrf")
             lines += ["- Length penalty on validation (beam 4): " + "; ".join(
                 f"{k}: " + (f"BLEU {v['bleu']:.2f}, " if "bleu" in v else "")
-                + f"chrF {v['chrf']:.2f}" + (f" ({_METRIC_NAMES[metric]} std {v['std']:.2f}, "
+                + f"chrF {v['chrf']:.2f}" + (f" ({METRIC_NAMES[metric]} std {v['std']:.2f}, "
                                             f"best in {100 * v['wins']:.0f}% of bootstrap "
                                             "resamples)" if "wins" in v else "")
                 + f", bound {v['reached_bound']:.3f}" for k, v in tried.items()) + "."]
@@ -310,7 +311,7 @@ def beam_width_section(results):
                 scored = test[f"chosen_by_{metric}"]
                 lines.append(
                     f"| `{result['run']}`, {result['commit']}, {result['cpu']} | {width} | "
-                    f"{'chrF' if metric == 'chrf' else 'BLEU'} | {alpha} | "
+                    f"{METRIC_NAMES[metric]} | {alpha} | "
                     f"{row['bleu']:.2f} / {row['chrf']:.2f} | "
                     f"{valid[f'{metric}_wins_any_penalty']:.2f} | "
                     f"{scored['bleu']:.2f} / {scored['chrf']:.2f} | "
