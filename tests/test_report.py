@@ -70,10 +70,10 @@ class BeamWidthSectionTest(tf.test.TestCase):
 class TranslatorSectionTest(tf.test.TestCase):
 
     def _run(self, metric):
+        from experiments.reports import translation
+
         scores = {"bleu": 20.0, "chrf": 40.0, "reached_bound": 0.0}
-        test = {name: dict(scores) for name in ("multi30k-test2016", "newstest2015",
-                                                "newstest2016", "newstest2017", "newstest2018",
-                                                "flores200-devtest")}
+        test = {name: dict(scores) for name in ("multi30k-test2016",) + translation.NEWS_SETS}
         test["multi30k-test2016"]["examples"] = []
         tried = {"0.0": {"bleu": 22.94, "chrf": 42.37, "reached_bound": 0.0, "std": 1.4,
                          "wins": 0.65},

@@ -113,6 +113,7 @@ def translator_section(runs):
         greedy = (result.get("test_greedy_same_weights") or {}).get("multi30k-test2016")
         beam = result["test"]["multi30k-test2016"]
         selection = result["results"]["selection"]["candidates"]
+        selection_metric = result["results"]["selection"]["metric"]
         lines += [f"#### `{name}`", "", provenance(result, seeds=str(result["seed"])), ""]
         if greedy:
             lines += [f"- multi30k-test2016, the same weights decoded greedily: BLEU "
@@ -124,13 +125,12 @@ def translator_section(runs):
             for k, v in selection.items()) + "."]
         tried = result["results"]["length_penalty"]["tuned_on_validation"] or {}
         if tried:
-            # `std` and `wins` are of the metric that chose the penalty (chrF in older runs).
-            metric = result["results"]["selection"].get("metric", "chrf")
+            # `std` and `wins` are of the metric that chose the penalty.
+            metric = METRIC_NAMES[selection_metric]
             lines += ["- Length penalty on validation (beam 4): " + "; ".join(
-                f"{k}: " + (f"BLEU {v['bleu']:.2f}, " if "bleu" in v else "")
-                + f"chrF {v['chrf']:.2f}" + (f" ({METRIC_NAMES[metric]} std {v['std']:.2f}, "
-                                            f"best in {100 * v['wins']:.0f}% of bootstrap "
-                                            "resamples)" if "wins" in v else "")
+                f"{k}: BLEU {v['bleu']:.2f}, chrF {v['chrf']:.2f}"
+                + (f" ({metric} std {v['std']:.2f}, best in {100 * v['wins']:.0f}% of bootstrap "
+                   "resamples)" if "wins" in v else "")
                 + f", bound {v['reached_bound']:.3f}" for k, v in tried.items()) + "."]
         lines += ["", f"![{name}](results/translator_{name}.png)", "",
                   "| source (multi30k-test2016) | this model | reference |", "|---|---|---|"]
