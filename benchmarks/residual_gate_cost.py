@@ -38,6 +38,33 @@ def timed_steps(train_step, iterator, steps):
     return times
 
 
+def alternate(steps, warmup, rounds, steps_per_round):
+    """Times two train steps alternately: `(medians, ratios)`.
+
+    Args:
+        steps: `{name: (train_step, iterator)}`, two entries; the ratio is the second's median
+            step time over the first's.
+        warmup: untimed steps of each first.
+        rounds, steps_per_round: each round times `steps_per_round` steps of one, then of the
+            other, swapping which goes first every round.
+
+    Returns:
+        `medians`: `{name: [median step seconds of each round]}`; `ratios`: one per round.
+    """
+    names = list(steps)
+    for train_step, iterator in steps.values():
+        timed_steps(train_step, iterator, warmup)
+    ratios, medians = [], {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else reversed(names):
+            medians[name].append(float(np.median(timed_steps(*steps[name], steps_per_round))))
+        ratios.append(medians[names[1]][-1] / medians[names[0]][-1])
+        print(f"round {round_ + 1}: " + ", ".join(f"{name} {medians[name][-1] * 1000:.1f} ms"
+                                                  for name in names)
+              + f", ratio {ratios[-1]:.3f}", flush=True)
+    return medians, ratios
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawTextHelpFormatter)
@@ -49,16 +76,7 @@ def main():
     steps_per_round = args.steps
     args.steps = args.rounds * steps_per_round  # build_step reads this many batches
     steps = {name: build_step(args, **overrides)[1:] for name, overrides in VARIANTS.items()}
-    for train_step, iterator in steps.values():
-        timed_steps(train_step, iterator, args.warmup)
-    ratios, medians = [], {name: [] for name in VARIANTS}
-    for round_ in range(args.rounds):
-        order = list(VARIANTS) if round_ % 2 == 0 else list(reversed(VARIANTS))
-        for name in order:
-            medians[name].append(float(np.median(timed_steps(*steps[name], steps_per_round))))
-        ratios.append(medians["gate"][-1] / medians["fixed"][-1])
-        print(f"round {round_ + 1}: fixed {medians['fixed'][-1] * 1000:.1f} ms, gate "
-              f"{medians['gate'][-1] * 1000:.1f} ms, ratio {ratios[-1]:.3f}", flush=True)
+    medians, ratios = alternate(steps, args.warmup, args.rounds, steps_per_round)
     result = {
         "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,

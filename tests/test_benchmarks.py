@@ -1,10 +1,12 @@
-"""The throughput, gate-cost and profile benchmarks run, at a tiny size, and end with the JSON they promise."""
+"""The throughput, gate-cost, kernel-cost and profile benchmarks run, at a tiny size, and end with
+the JSON they promise."""
 
 import importlib.util
 import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import tensorflow as tf
 from absl.testing import parameterized
@@ -52,6 +54,33 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         self.assertAllGreater(ratios, 0.0)
         self.assertAllClose(result["gate_over_fixed"], sorted(ratios)[1], rtol=1e-3)
         self.assertCountEqual(result["seconds_per_step"], ["fixed", "gate"])
+
+    def test_fused_kernels_cost_times_both_variants_and_only_one_uses_the_kernels(self):
+        result = _last_json("fused_kernels_cost.py", "--precision=float32", "--rounds=3")
+        ratios = result["fused_over_tensorflow_ops_per_round"]
+        self.assertLen(ratios, 3)
+        self.assertAllClose(result["fused_over_tensorflow_ops"], sorted(ratios)[1], rtol=1e-3)
+        self.assertCountEqual(result["fraction_of_peak"], ["tensorflow_ops", "fused"])
+
+        from bytenet_tf import zoo
+
+        # The benchmarks import their neighbours (real_text) as top-level modules.
+        with mock.patch.object(sys, "path", [os.path.join(PROJECT_ROOT, "benchmarks")] + sys.path):
+            from benchmarks import fused_kernels_cost
+
+        def op_types(swap):
+            model = zoo.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
+                                    ops_policy="cpu_fused", dropout_rate=0.0)
+            if swap:
+                fused_kernels_cost.use_ops(model, fused_kernels_cost.TensorflowBlockOps())
+            inputs = {"source": tf.constant([[5, 6, 2, 0]]), "target": tf.constant([[1, 5, 6]])}
+            graph = tf.function(lambda: model(inputs, training=True)).get_concrete_function().graph
+            return {op.type for op in graph.get_operations()}
+
+        new_ops = {"BytenetMaskedSelu", "BytenetScaledAdd"}
+        self.assertTrue(new_ops <= op_types(swap=False))
+        self.assertFalse(new_ops & op_types(swap=True))
+        self.assertIn("BytenetSelu", op_types(swap=True))
 
     def test_profile_lists_the_matmuls(self):
         result = _last_json("profile_train_step.py", "--precision=float32",

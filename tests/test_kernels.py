@@ -1,4 +1,5 @@
-"""bytenet_tf.kernels: the fused SELU and dropout select, its gradient, its use in training, its fallback."""
+"""bytenet_tf.kernels: the fused SELU and dropout select, the masked SELU and the scaled sum, their
+gradients, their use in training, the fallback."""
 
 import os
 import shutil
@@ -27,6 +28,13 @@ def every_bfloat16():
 def bfloat16_ulp(value):
     """The spacing of bfloat16 numbers at `value` (8 significant bits)."""
     return 2.0 ** (np.floor(np.log2(np.abs(value))) - 7)
+
+
+def _value_and_gradient(function, x, upstream):
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        outputs = function(x)
+    return outputs, tape.gradient(outputs, x, output_gradients=upstream)
 
 
 @unittest.skipIf(shutil.which(os.environ.get("CXX", "g++")) is None,
@@ -180,15 +188,77 @@ class FusedSeluTest(tf.test.TestCase):
 
     def test_training_graph_uses_the_kernel_and_inference_does_not(self):
         x = tf.zeros([2, 5, 4], tf.bfloat16)
+        mask = tf.constant([[True] * 5, [True, False, False, False, False]])
         fused = ops.get("cpu_fused")
+        calls = {"BytenetSelu": lambda v, training: fused.selu(v, training),
+                 "BytenetMaskedSelu": lambda v, training: fused.selu(v, training, mask),
+                 "BytenetScaledAdd": lambda v, training: fused.residual(v, v, 0.5, 0.9,
+                                                                        training)}
+        for op_type, call in calls.items():
+            def op_types(training):
+                graph = tf.function(lambda v: call(v, training)).get_concrete_function(x).graph
+                return {op.type for op in graph.get_operations()}
 
-        def op_types(training):
-            graph = tf.function(lambda v: fused.selu(v, training=training)) \
-                .get_concrete_function(x).graph
-            return {op.type for op in graph.get_operations()}
+            self.assertIn(op_type, op_types(True))
+            self.assertNotIn(op_type, op_types(False))
+        # A plain sum stays TensorFlow's add, whose gradient costs nothing.
+        graph = tf.function(lambda v: fused.residual(v, v, 1.0, 1.0, True)) \
+            .get_concrete_function(x).graph
+        self.assertNotIn("BytenetScaledAdd", {op.type for op in graph.get_operations()})
 
-        self.assertIn("BytenetSelu", op_types(True))
-        self.assertNotIn("BytenetSelu", op_types(False))
+    def test_masked_selu_is_selu_times_the_mask_in_value_and_gradient(self):
+        rng = np.random.default_rng(2)
+        # Rows of several lengths, one fully masked, and channels that are not a multiple of
+        # the vector width.
+        lengths = [7, 1, 0, 4]
+        mask = tf.sequence_mask(lengths, 7)
+        for dtype in (tf.float32, tf.bfloat16):
+            x = tf.constant(rng.normal(size=(4, 7, 13)) * 3, dtype)
+            upstream = tf.constant(rng.normal(size=(4, 7, 13)), dtype)
+            got, got_grad = _value_and_gradient(
+                lambda v: kernels.masked_selu(self.library, v, mask), x, upstream)
+            want, want_grad = _value_and_gradient(
+                lambda v: kernels.selu(self.library, v)
+                * tf.cast(mask, dtype)[..., None], x, upstream)
+            self.assertAllEqual(tf.cast(got, tf.float32), tf.cast(want, tf.float32))
+            self.assertAllEqual(tf.cast(got_grad, tf.float32), tf.cast(want_grad, tf.float32))
+            self.assertAllEqual(got[2], tf.zeros_like(got[2]))
+
+    def test_scaled_add_rounds_once_in_value_and_gradient(self):
+        rng = np.random.default_rng(3)
+        x_scale, y_scale = 0.9682458365518543, 0.25
+        for dtype in (tf.float32, tf.bfloat16):
+            x = tf.constant(rng.normal(size=(3, 11, 17)), dtype)
+            y = tf.constant(rng.normal(size=(3, 11, 17)), dtype)
+            upstream = tf.constant(rng.normal(size=(3, 11, 17)), dtype)
+            with tf.GradientTape() as tape:
+                tape.watch([x, y])
+                got = kernels.scaled_add(self.library, x, y, x_scale, y_scale)
+            x_grad, y_grad = tape.gradient(got, [x, y], output_gradients=upstream)
+            # The scales are float32 attributes.
+            a, b = float(np.float32(x_scale)), float(np.float32(y_scale))
+            exact = [tf.cast(t, tf.float64).numpy() for t in (x, y, upstream)]
+            for value, want, size in (
+                    (got, a * exact[0] + b * exact[1],
+                     np.abs(a * exact[0]) + np.abs(b * exact[1])),
+                    (x_grad, a * exact[2], np.abs(a * exact[2])),
+                    (y_grad, b * exact[2], np.abs(b * exact[2]))):
+                value = tf.cast(value, tf.float64).numpy()
+                # float32 arithmetic (a few roundings of its terms), then for bfloat16 one
+                # rounding to half a bfloat16 ulp.
+                bound = size * 2.0 ** -22
+                if dtype == tf.bfloat16:
+                    bound = bound + 0.5 * bfloat16_ulp(np.where(want == 0, 1.0, want))
+                self.assertTrue(np.all(np.abs(value - want) <= bound), msg=str(dtype))
+
+    def test_bad_shapes_name_them(self):
+        x = tf.zeros([2, 5, 4])
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    r"mask must have the shape of features.*\[2,5,4\].*\[2,4\]"):
+            kernels.masked_selu(self.library, x, tf.ones([2, 4], tf.bool))
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    r"x and y must have one shape.*\[2,5,4\].*\[2,5,3\]"):
+            kernels.scaled_add(self.library, x, tf.zeros([2, 5, 3]), 1.0, 0.5)
 
     def test_bfloat16_model_gradients_are_as_close_to_float32_as_the_cast_path(self):
         tf.keras.utils.set_random_seed(0)

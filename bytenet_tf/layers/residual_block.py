@@ -9,6 +9,7 @@ from bytenet_tf import initializers, ops
 from bytenet_tf.layers.alpha_dropout import AlphaDropout
 from bytenet_tf.layers.dilated_conv1d import DilatedConv1D
 from bytenet_tf.layers.normalization import build_normalization, validate_normalization
+from bytenet_tf.ops.reference import apply_mask
 
 ACTIVATIONS = ("relu", "selu")
 
@@ -160,27 +161,31 @@ class ResidualBlock(keras.layers.Layer):
             return norm(x, training=training, mask=mask)
         return norm(x, training=training)
 
-    def _activate(self, x, training):
-        return kops.relu(x) if self.activation == "relu" else self.ops.selu(x, training)
+    def _activate(self, x, training, mask=None):
+        """The activation; with a boolean `mask` `(batch_size, sequence_length)`, zero where
+        it is false."""
+        if self.activation == "selu":
+            return self.ops.selu(x, training, mask=mask)
+        x = kops.relu(x)
+        return x if mask is None else apply_mask(x, mask)
 
     def _fused_tail(self, conv, training):
         """Whether the last stage (selu, AlphaDropout, 1x1 conv) runs as one op."""
         return (training and isinstance(self.dropout, AlphaDropout) and self.dropout.rate > 0
                 and conv.kernel_size == 1)
 
-    def _residual(self, inputs, branch):
+    def _residual(self, inputs, branch, training=False):
         if self.residual_gate:
             gate = kops.cast(self.gate, branch.dtype)
             out = inputs + gate * branch
             return out * kops.rsqrt(1.0 + gate * gate) if self.normalize_residual else out
-        # A weight of 1 (the default) skips a multiply over the whole activation, forward and back.
-        out = inputs + (branch if self.branch_weight == 1.0 else self.branch_weight * branch)
-        if self.normalize_residual:
-            out = out * (1.0 / math.sqrt(1.0 + self.branch_weight ** 2))
-        return out
+        rescale = 1.0 / math.sqrt(1.0 + self.branch_weight ** 2) if self.normalize_residual \
+            else 1.0
+        return self.ops.residual(inputs, branch, self.branch_weight, rescale, training)
 
     def call(self, inputs, mask=None, training=None):
-        return self._residual(inputs, self.branch(inputs, mask=mask, training=training))
+        return self._residual(inputs, self.branch(inputs, mask=mask, training=training),
+                              bool(training))
 
     def branch(self, inputs, mask=None, training=None, preactivations=None):
         """The residual branch `f(x)`, before the sum; arguments as for `call`.
@@ -202,13 +207,14 @@ class ResidualBlock(keras.layers.Layer):
                                                       self.dropout.next_seed(), conv.matrix,
                                                       conv.bias_or_none)
                 break
-            x = self._activate(x, training)
+            # Biases and norm offsets make padded positions nonzero again; zero them where
+            # the dilated convolution would read them across the sequence end.
+            conv_mask = mask if conv is self.dilated_conv else None
             if last and self.dropout is not None:
-                x = self.dropout(x, training=training)
-            if mask is not None and conv is self.dilated_conv:
-                # Biases and norm offsets make padded positions nonzero again; zero them where
-                # the convolution would read them across the sequence end.
-                x = x * kops.expand_dims(kops.cast(mask, x.dtype), -1)
+                x = self.dropout(self._activate(x, training), training=training)
+                x = x if conv_mask is None else apply_mask(x, conv_mask)
+            else:
+                x = self._activate(x, training, conv_mask)
             x = conv(x)
         return x
 

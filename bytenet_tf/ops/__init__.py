@@ -1,14 +1,15 @@
 """The numerical kernels of ByteNet behind one small interface, chosen by an explicit policy.
 
-Every layer computes through an ops object with five methods (see `ReferenceOps`):
-`dilated_conv`, `dense`, `selu`, `alpha_dropout` and `selu_alpha_dropout_dense` (the tail of a
-SELU residual block, which a policy may fuse). The policies:
+Every layer computes through an ops object with six methods (see `ReferenceOps`):
+`dilated_conv`, `dense`, `selu` (optionally zeroing masked positions), `alpha_dropout`,
+`selu_alpha_dropout_dense` (the tail of a SELU residual block, which a policy may fuse) and
+`residual` (a block's rescaled sum). The policies:
 
 | policy | what | where |
 |---|---|---|
 | `reference` | `keras.ops`, written for clarity (`reference.py`) | any backend and device; the default of `build_model`, and what SavedModels hold |
 | `cpu` | TensorFlow ops arranged for oneDNN/Eigen: hand-written conv gradients, float32 SELU for bfloat16, 16-bit dropout masks (`cpu.py`) | CPU |
-| `cpu_fused` | `cpu` plus a compiled SELU + AlphaDropout kernel for training (`cpu.py`, `kernels/`) | CPU with a C++ compiler |
+| `cpu_fused` | `cpu` plus compiled kernels for training: SELU + AlphaDropout, SELU + padding mask, the rescaled residual sum (`cpu.py`, `kernels/`) | CPU with a C++ compiler |
 
 All three compute the same function (tested on every zoo model, values and gradients, dropout
 off); they drop different units from the same seed. A model takes its policy as the

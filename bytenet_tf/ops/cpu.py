@@ -8,8 +8,9 @@ an A/B measurement on the project's 2-core CPU (figures in the docstrings and th
   oneDNN's convolution with its own explicit padding and a hand-written gradient; bias gradients
   are ones-row matmuls; a bfloat16 SELU runs in float32 between two casts; AlphaDropout draws 16
   random bits per unit and selects with `Select`.
-- `CpuFusedOps`: `CpuOps` plus the compiled kernel of `bytenet_tf.ops.kernels`, which does SELU
-  and the whole AlphaDropout (its random bits included) in one pass each way, in training.
+- `CpuFusedOps`: `CpuOps` plus the compiled kernels of `bytenet_tf.ops.kernels`, in training:
+  SELU and the whole AlphaDropout (its random bits included) in one pass each way, SELU with the
+  encoder's padding mask in one, and a residual block's rescaled sum in one.
 
 Both drop other units than `ReferenceOps` from the same seed (same rate, each reproducible).
 """
@@ -17,7 +18,8 @@ Both drop other units than `ReferenceOps` from the same seed (same rate, each re
 import tensorflow as tf
 
 from bytenet_tf.ops import kernels
-from bytenet_tf.ops.reference import DROPPED_VALUE, ReferenceOps, alpha_dropout_affine
+from bytenet_tf.ops.reference import (DROPPED_VALUE, ReferenceOps, alpha_dropout_affine,
+                                      apply_mask)
 
 # Each 32-bit random number decides two units through its two 16-bit halves.
 _RANDOM_LEVELS = 1 << 16
@@ -151,15 +153,17 @@ class CpuOps(ReferenceOps):
             else _dense_2d(flat, kernel, tf.cast(bias, inputs.dtype))
         return tf.reshape(outputs, tf.concat([shape[:-1], [kernel.shape[1]]], 0))
 
-    def selu(self, inputs, training=False):
+    def selu(self, inputs, training=False, mask=None):
         """See `ReferenceOps.selu`; a bfloat16 SELU runs in float32 between two casts.
 
         On CPU, Eigen's bfloat16 elementwise ops are slower than the casts and float32 ops
         together (docs/cpu_fast_path.md).
         """
         if inputs.dtype == tf.bfloat16:
-            return tf.cast(tf.nn.selu(tf.cast(inputs, tf.float32)), tf.bfloat16)
-        return tf.nn.selu(inputs)
+            outputs = tf.cast(tf.nn.selu(tf.cast(inputs, tf.float32)), tf.bfloat16)
+        else:
+            outputs = tf.nn.selu(inputs)
+        return outputs if mask is None else apply_mask(outputs, mask)
 
     def keep_mask(self, shape, rate, seed):
         """See `ReferenceOps.keep_mask`; 16 bits per unit, so `rate` is quantized to 2**-16.
@@ -209,10 +213,24 @@ class CpuFusedOps(CpuOps):
     def __init__(self):
         self._library = kernels.load()
 
-    def selu(self, inputs, training=False):
+    def selu(self, inputs, training=False, mask=None):
+        """See `ReferenceOps.selu`; in training, one kernel pass each way, the mask included."""
         if training and inputs.dtype in (tf.float32, tf.bfloat16):
-            return kernels.selu(self._library, inputs)
-        return super().selu(inputs, training)
+            if mask is None:
+                return kernels.selu(self._library, inputs)
+            return kernels.masked_selu(self._library, inputs, mask)
+        return super().selu(inputs, training, mask)
+
+    def residual(self, inputs, branch, branch_weight=1.0, rescale=1.0, training=False):
+        """See `ReferenceOps.residual`; in training, one kernel pass each way when it scales.
+
+        A plain sum (both weights 1) stays TensorFlow's add, whose gradient is free.
+        """
+        if (training and inputs.dtype in (tf.float32, tf.bfloat16)
+                and (branch_weight, rescale) != (1.0, 1.0)):
+            return kernels.scaled_add(self._library, inputs, branch, rescale,
+                                      branch_weight * rescale)
+        return super().residual(inputs, branch, branch_weight, rescale, training)
 
     def selu_alpha_dropout_dense(self, inputs, rate, seed, kernel, bias=None):
         """See `ReferenceOps`; SELU and the dropout are one kernel pass, the map is folded."""

@@ -24,8 +24,13 @@ def alpha_dropout_affine(rate):
     return a, b
 
 
+def apply_mask(inputs, mask):
+    """`inputs` times the boolean `mask` (the shape of `inputs` without its last axis)."""
+    return inputs * ops.expand_dims(ops.cast(mask, inputs.dtype), -1)
+
+
 class ReferenceOps:
-    """Dilated convolution, dense, SELU and AlphaDropout in `keras.ops`.
+    """Dilated convolution, dense, SELU, AlphaDropout and the residual sum in `keras.ops`.
 
     Subclasses replace methods with faster implementations of the same function.
     """
@@ -62,8 +67,11 @@ class ReferenceOps:
             outputs = outputs + ops.cast(bias, inputs.dtype)
         return outputs
 
-    def selu(self, inputs, training=False):
+    def selu(self, inputs, training=False, mask=None):
         """`scale * (x if x > 0 else alpha * (exp(x) - 1))`, in the dtype of `inputs`.
+
+        With a boolean `mask` of the shape of `inputs` without its last axis, the output is
+        multiplied by it: 0 at masked-out positions (the encoder's padding).
 
         A bfloat16 or float16 input is computed in float32 and rounded once: TensorFlow's
         low-precision `Selu` forms `exp(x) - 1` in that precision, which cancels near 0. With
@@ -74,8 +82,22 @@ class ReferenceOps:
         del training  # the same function in training and inference
         dtype = keras.backend.standardize_dtype(inputs.dtype)
         if dtype in ("bfloat16", "float16"):
-            return ops.cast(ops.selu(ops.cast(inputs, "float32")), dtype)
-        return ops.selu(inputs)
+            outputs = ops.cast(ops.selu(ops.cast(inputs, "float32")), dtype)
+        else:
+            outputs = ops.selu(inputs)
+        return outputs if mask is None else apply_mask(outputs, mask)
+
+    def residual(self, inputs, branch, branch_weight=1.0, rescale=1.0, training=False):
+        """A residual block's sum, `(inputs + branch_weight * branch) * rescale`.
+
+        Args:
+            inputs, branch: tensors of one shape and dtype.
+            branch_weight, rescale: Python floats; a 1.0 skips its multiply.
+            training: bool; the same function either way.
+        """
+        del training
+        outputs = inputs + (branch if branch_weight == 1.0 else branch_weight * branch)
+        return outputs if rescale == 1.0 else outputs * rescale
 
     def keep_mask(self, shape, rate, seed):
         """Boolean mask of `shape`, true with probability `1 - rate`, from int32 `seed` `[2]`.

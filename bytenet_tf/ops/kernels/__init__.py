@@ -1,16 +1,18 @@
-"""The fused SELU + AlphaDropout kernel for CPUs, compiled for this machine on first use.
+"""The fused training kernels for CPUs, compiled for this machine on first use.
 
 TensorFlow's pip build compiles its elementwise Eigen kernels for AVX only, so bfloat16
 elementwise ops are slow on CPU: a bfloat16 SELU ran fastest as three float32 passes each way
 (cast, selu, cast), and AlphaDropout (Philox numbers on one thread, a comparison, a select each
 way) five more. `selu.cc` computes SELU and the whole dropout in one pass each way, in float32
 or bfloat16, drawing the dropout's random bits from a hash of the seed and the unit's index.
+Two more ops each replace two or three TensorFlow passes of a residual block: `masked_selu`
+(SELU, then the encoder's padding zeroed) and `scaled_add` (the block's rescaled sum).
 
 `load()` compiles it with the C++ compiler (`$CXX`, else `g++`) and `tf.sysconfig`'s flags for
 this CPU (`-march=native`) into a cache keyed by the source, the TensorFlow version and the CPU
 (about 15 s, once per machine, with a log line), and loads it. It raises
 `KernelUnavailableError` with the reason when that fails; `bytenet_tf.ops.resolve_policy`
-decides what to do about it, and says so. Only `bytenet_tf.ops.cpu.CpuFusedOps` calls `selu`.
+decides what to do about it, and says so. Only `bytenet_tf.ops.cpu.CpuFusedOps` calls these ops.
 
 Environment:
     BYTENET_TF_CACHE: the cache directory (default `~/.cache/bytenet_tf`).
@@ -95,7 +97,7 @@ def _compile(path):
     handle, partial = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
     os.close(handle)
     try:
-        logging.info("bytenet_tf: compiling the fused SELU kernel for this CPU "
+        logging.info("bytenet_tf: compiling the fused training kernels for this CPU "
                      "(once, about 15 s): %s", path)
         try:
             result = subprocess.run(_command(partial), capture_output=True, text=True,
@@ -194,3 +196,56 @@ def selu(library, features, seed=None, threshold=0, dropped=0.0):
         return library.bytenet_selu(x, seed, **attrs), grad
 
     return forward(features)
+
+
+def masked_selu(library, features, mask):
+    """`selu(features)` where `mask` is true and 0 where it is false, in one pass each way.
+
+    Equal to `selu(features) * cast(mask)[..., None]` for finite inputs (a non-finite input at
+    a masked position gives 0 here rather than NaN); SELU as in `selu`. The gradient is
+    `upstream * selu'(features)` where `mask` is true and 0 elsewhere.
+
+    Args:
+        library: the op library from `load()`.
+        features: float32 or bfloat16 tensor `(..., channels)`.
+        mask: boolean tensor of the shape of `features` without its last axis.
+
+    Returns:
+        Tensor of the shape and dtype of `features`.
+    """
+    mask = tf.convert_to_tensor(mask, tf.bool)
+
+    @tf.custom_gradient
+    def forward(x):
+        def grad(upstream):
+            return library.bytenet_masked_selu_grad(upstream, x, mask)
+
+        return library.bytenet_masked_selu(x, mask), grad
+
+    return forward(features)
+
+
+def scaled_add(library, x, y, x_scale, y_scale):
+    """`x_scale * x + y_scale * y` in one pass, and both gradients in one pass back.
+
+    Computed in float32 and rounded once, so a bfloat16 sum is at least as exact as TensorFlow's
+    multiplies and add, each rounded to bfloat16.
+
+    Args:
+        library: the op library from `load()`.
+        x, y: float32 or bfloat16 tensors of one shape and dtype.
+        x_scale, y_scale: Python floats.
+
+    Returns:
+        Tensor of the shape and dtype of `x`.
+    """
+    attrs = {"x_scale": float(x_scale), "y_scale": float(y_scale)}
+
+    @tf.custom_gradient
+    def forward(a, b):
+        def grad(upstream):
+            return library.bytenet_scaled_add_grad(upstream, **attrs)
+
+        return library.bytenet_scaled_add(a, b, **attrs), grad
+
+    return forward(x, y)
