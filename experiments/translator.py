@@ -20,7 +20,10 @@ zeros in place of the encoder output and is given the real sources at test time,
 bound is the same.
 
 `--screen` scores nothing but training loss (no validation, no test sets), for choosing the
-recipe's values. Writes docs/results/translator_<name>.json and, for full runs, a PNG of
+recipe's values. `--rescore=EXPORT` scores a reported run's export again, with another
+`--test_sentences` (0: every sentence), after checking that it reproduces the run's
+multi30k-test2016 score; it replaces the result's test scores and records how.
+Writes docs/results/translator_<name>.json and, for full runs, a PNG of
 validation BLEU/chrF against training time (docs/results/translator_<name>.png).
 """
 
@@ -126,6 +129,32 @@ def score_test_sets(export_path, model_config, test_sentences):
     return scores
 
 
+def rescore(name, export_path, test_sentences):
+    """Scores the export of the reported run `name` again; returns the updated results dict.
+
+    Raises:
+        SystemExit: no such result, or the export does not reproduce its multi30k-test2016 BLEU
+            (then it is another run's export).
+    """
+    path = os.path.join(RESULTS, f"translator_{name}.json")
+    if not os.path.exists(path):
+        raise SystemExit(f"--rescore needs a reported run, and {path} does not exist.")
+    with open(path) as f:
+        result = json.load(f)
+    stored = result["test"]["multi30k-test2016"]["bleu"]
+    tests = score_test_sets(export_path, result["effective_config"]["model_config"],
+                            test_sentences)
+    if abs(tests["multi30k-test2016"]["bleu"] - stored) > 0.01:
+        raise SystemExit(f"{export_path} scores {tests['multi30k-test2016']['bleu']:.2f} BLEU on "
+                         f"multi30k-test2016 where {name} reported {stored:.2f}: it is not that "
+                         "run's export. Nothing was written.")
+    return dict(result, test=tests, test_sentences=test_sentences, rescored={
+        "command": f"python experiments/translator.py --name={name} --rescore=<its export> "
+                   f"--test_sentences={test_sentences}",
+        "commit": commit(), "cpu": cpu_name(),
+        "previous_test_sentences": result.get("test_sentences", 200)})
+
+
 def exported_weights(model_dir, results, model_config):
     """Rebuilds the exported model in Keras from its checkpoints (as `results["selection"]`
     chose it), to decode it in other ways than the SavedModel does."""
@@ -206,8 +235,16 @@ def main():
     parser.add_argument("--finish", action="store_true",
                         help="score a run whose training finished (its results.json exists) but "
                              "whose scoring stopped, without training again")
+    parser.add_argument("--rescore", metavar="EXPORT",
+                        help="score this export of the reported run --name again, on "
+                             "--test_sentences (0: all); no training")
     args = parser.parse_args()
     logging.set_verbosity(logging.INFO)
+    if args.rescore:
+        result = rescore(args.name, args.rescore, args.test_sentences)
+        commit_text = result.pop("commit")
+        print(f"wrote {write_results(f'translator_{args.name}', result, commit_text)}")
+        return
     data_dir = os.path.join(RUNS, "translator", "data")
     data, held_out = held_out_data(data_dir)
     overrides = _parse_overrides(args.set)

@@ -94,6 +94,22 @@ class TranslatorSectionTest(tf.test.TestCase):
         self.assertIn("1.0: BLEU 22.73, chrF 42.49 (chrF std 1.39, best in 35% of bootstrap "
                       "resamples)", by_chrf)
 
+    def test_a_rescored_run_shows_all_sentences_and_the_command_that_scored_them(self):
+        from experiments.reports import translation
+
+        run = dict(self._run("bleu"), test_sentences=100)
+        lines = translation.translator_section({"x": run})
+        self.assertIn("| 100 |", next(line for line in lines if line.startswith("| x |")))
+        self.assertNotIn("scored again", "\n".join(lines))
+        run.update(test_sentences=0, rescored={
+            "command": "python r --test_sentences=0", "commit": "fff", "cpu": "AMD EPYC",
+            "previous_test_sentences": 100})
+        lines = translation.translator_section({"x": run})
+        self.assertIn("| all |", next(line for line in lines if line.startswith("| x |")))
+        self.assertIn("Test sets scored again (news and FLORES had 100 sentences each before) "
+                      "by `python r --test_sentences=0` at commit `fff`, on AMD EPYC.",
+                      "\n".join(lines))
+
 
 class LongRunSectionTest(tf.test.TestCase):
 

@@ -80,6 +80,16 @@ def recipe_screen_section(screens):
 EARLIER_CPU = "Intel Xeon, AVX512-BF16, no AMX"
 
 
+def rescored_text(result):
+    """Names the command that scored a run's export again, when one did."""
+    again = result.get("rescored")
+    if not again:
+        return ""
+    before = again["previous_test_sentences"] or "all"
+    return (f" Test sets scored again (news and FLORES had {before} sentences each before) by "
+            f"`{again['command']}` at commit `{again['commit']}`, on {again['cpu']}.")
+
+
 def translator_section(runs):
     """The text recipe and its source-blind baseline, scored on every test set."""
     lines = ["### The text recipe: a German-English translator on the 2-core CPU", "",
@@ -114,7 +124,8 @@ def translator_section(runs):
         beam = result["test"]["multi30k-test2016"]
         selection = result["results"]["selection"]["candidates"]
         selection_metric = result["results"]["selection"]["metric"]
-        lines += [f"#### `{name}`", "", provenance(result, seeds=str(result["seed"])), ""]
+        lines += [f"#### `{name}`", "", provenance(result, seeds=str(result["seed"]))
+                  + rescored_text(result), ""]
         if greedy:
             lines += [f"- multi30k-test2016, the same weights decoded greedily: BLEU "
                       f"{greedy['bleu']:.2f}, chrF {greedy['chrf']:.1f}, reached the bound "
