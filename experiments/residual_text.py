@@ -133,12 +133,12 @@ def branch_shares(model, sources, targets):
     def recording(block):
         residual = block._residual
 
-        def wrapped(inputs, branch):
+        def wrapped(inputs, branch, *rest):
             weight = block.gate if block.residual_gate else block.branch_weight
             sums[id(block)][0] += float(tf.reduce_sum(tf.square(tf.cast(weight * branch,
                                                                         tf.float32))))
             sums[id(block)][1] += float(tf.reduce_sum(tf.square(tf.cast(inputs, tf.float32))))
-            return residual(inputs, branch)
+            return residual(inputs, branch, *rest)
         return wrapped
 
     for block in blocks:
