@@ -21,13 +21,12 @@ import os
 import sys
 
 import numpy as np
-import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.residual_gate_cost import alternate  # noqa: E402
-from benchmarks.train_throughput import (add_step_arguments, build_step,  # noqa: E402
-                                         matmul_peak, significant)
+from benchmarks.train_throughput import (PEAK_DTYPES, add_step_arguments,  # noqa: E402
+                                         build_step, matmul_peak, significant)
 from bytenet_tf import flops  # noqa: E402
 from bytenet_tf.ops import cpu  # noqa: E402
 from bytenet_tf.ops.reference import ReferenceOps, apply_mask  # noqa: E402
@@ -69,8 +68,7 @@ def main():
             use_ops(model, TensorflowBlockOps())
         steps[name] = (train_step, iterator)
     medians, ratios = alternate(steps, args.warmup, args.rounds, steps_per_round)
-    peak = matmul_peak({"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
-                        "mixed_float16": tf.float16}[args.precision])
+    peak = matmul_peak(PEAK_DTYPES[args.precision])
     step_gflop = flops.training_flops(model, args.length, args.length, args.batch_size) / 1e9
     seconds = {name: float(np.median(values)) for name, values in medians.items()}
     result = {

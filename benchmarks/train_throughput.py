@@ -38,6 +38,10 @@ def significant(value, digits=6):
     return float(f"{value:.{digits}g}")
 
 
+# The matmul dtype whose peak a step in each precision is measured against.
+PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
+
+
 def matmul_peak(dtype, size=4096, repeats=10):
     """GFLOP/s of a `size` x `size` matmul in `dtype` (best of `repeats`)."""
     a = tf.random.normal([size, size], dtype=tf.float32)
@@ -118,9 +122,7 @@ def main():
 
     step_flops = flops.training_flops(model, args.length, args.length, args.batch_size)
     achieved = step_flops / seconds / 1e9
-    peak_dtype = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16,
-                  "mixed_float16": tf.float16}[args.precision]
-    peak = matmul_peak(peak_dtype)
+    peak = matmul_peak(PEAK_DTYPES[args.precision])
     result = {
         "model": args.model, "hidden_size": args.hidden_size, "num_stacks": args.num_stacks,
         "batch_size": args.batch_size, "length": args.length, "precision": args.precision,
