@@ -93,11 +93,12 @@ inline float NegativeExpm1(float x) {
   return x > -0.25f ? near : NegativeExp(x) - 1.0f;
 }
 
+// `body(begin, end)` over [0, size) on the op's threads; a unit costs `cost` cycles (about 20
+// per element keeps small tensors on one thread).
 template <typename Body>
-void ParallelFor(OpKernelContext* context, int64_t size, Body body) {
+void ParallelFor(OpKernelContext* context, int64_t size, Body body, int64_t cost = 20) {
   const auto* threads = context->device()->tensorflow_cpu_worker_threads();
-  // About 20 cycles per element keeps small tensors on one thread.
-  ::tensorflow::Shard(threads->num_threads, threads->workers, size, 20, body);
+  ::tensorflow::Shard(threads->num_threads, threads->workers, size, cost, body);
 }
 
 // Element access in float32 registers: float as is, bfloat16 through its 16 bits.
@@ -200,7 +201,7 @@ void MaskedSeluRange(const In* __restrict x, const bool* __restrict mask, int64_
   for (int64_t row = begin_row; row < end_row; ++row) {
     const int64_t begin = row * channels, end = begin + channels;
     if (mask[row]) {
-      for (int64_t i = begin; i < end; ++i) Store(y, i, Selu(Load(x, i)));
+      SeluRange(x, Dropout(), y, begin, end);
     } else {
       for (int64_t i = begin; i < end; ++i) Store(y, i, 0.0f);
     }
@@ -214,7 +215,7 @@ void MaskedSeluGradRange(const In* __restrict dy, const In* __restrict x,
   for (int64_t row = begin_row; row < end_row; ++row) {
     const int64_t begin = row * channels, end = begin + channels;
     if (mask[row]) {
-      for (int64_t i = begin; i < end; ++i) Store(dx, i, Load(dy, i) * SeluSlope(Load(x, i)));
+      SeluGradRange(dy, x, Dropout(), dx, begin, end);
     } else {
       for (int64_t i = begin; i < end; ++i) Store(dx, i, 0.0f);
     }
@@ -348,12 +349,6 @@ class SeluGradOp : public DropoutKernel {
   return ::tensorflow::OkStatus();
 }
 
-template <typename Body>
-void ParallelForRows(OpKernelContext* context, int64_t rows, int64_t channels, Body body) {
-  const auto* threads = context->device()->tensorflow_cpu_worker_threads();
-  ::tensorflow::Shard(threads->num_threads, threads->workers, rows, 20 * channels, body);
-}
-
 template <typename T>
 class MaskedSeluOp : public OpKernel {
  public:
@@ -370,9 +365,9 @@ class MaskedSeluOp : public OpKernel {
     const auto* x = In<T>(input);
     const bool* keep = mask.flat<bool>().data();
     auto* y = Out<T>(output);
-    ParallelForRows(context, rows, channels, [=](int64_t begin, int64_t end) {
+    ParallelFor(context, rows, [=](int64_t begin, int64_t end) {
       MaskedSeluRange(x, keep, channels, y, begin, end);
-    });
+    }, 20 * channels);
   }
 };
 
@@ -396,9 +391,9 @@ class MaskedSeluGradOp : public OpKernel {
     const auto* x = In<T>(features);
     const bool* keep = mask.flat<bool>().data();
     auto* dx = Out<T>(output);
-    ParallelForRows(context, rows, channels, [=](int64_t begin, int64_t end) {
+    ParallelFor(context, rows, [=](int64_t begin, int64_t end) {
       MaskedSeluGradRange(dy, x, keep, channels, dx, begin, end);
-    });
+    }, 20 * channels);
   }
 };
 
