@@ -10,8 +10,8 @@ on a GPU) for longer than a CPU run holds, then scored on TensorFlow as the reci
 TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
-with the preset's overrides (dropout 0; `--dropout_rate` and `--label_smoothing`, off by
-default, screen the regularization that the preset leaves out), pairs whose sides are shorter
+with the preset's overrides (dropout 0, label smoothing 0.1; `--dropout_rate` and
+`--label_smoothing` screen other amounts of regularization), pairs whose sides are shorter
 than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
 buckets of `pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when
 it fills), the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon
@@ -54,8 +54,8 @@ from pipelines.byte_codec import BOS_ID, BYTE_OFFSET, EOS_ID, PAD_ID  # noqa: E4
 
 TEST_SET = "multi30k-test2016"
 # The `text` preset's values (bytenet_tf.training.config.PRESETS["text"]); tests check them.
-RECIPE = dict(model="bytenet_selu", hidden_size=256, dropout_rate=0.0, learning_rate=2e-3,
-              warmup_steps=200, learning_rate_floor=0.05, tokens_per_batch=2560,
+RECIPE = dict(model="bytenet_selu", hidden_size=256, dropout_rate=0.0, label_smoothing=0.1,
+              learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05, tokens_per_batch=2560,
               train_max_length=200,
               adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-7)
 # Padded shapes of the training batches: lengths up to each edge share one shape.
@@ -513,9 +513,9 @@ def main():
                         choices=("float32", "mixed_bfloat16"))
     parser.add_argument("--dropout_rate", type=float, default=RECIPE["dropout_rate"],
                         help="train: the zoo model's AlphaDropout rate (the preset's: 0)")
-    parser.add_argument("--label_smoothing", type=float, default=0.0,
+    parser.add_argument("--label_smoothing", type=float, default=RECIPE["label_smoothing"],
                         help="train: label smoothing of the training objective (the preset's: "
-                             "0); the logged losses stay unsmoothed")
+                             "0.1); the logged losses stay unsmoothed")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval_every", type=int, default=1000)
     parser.add_argument("--decode_every", type=int, default=5000)

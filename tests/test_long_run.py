@@ -96,8 +96,8 @@ def test_the_learning_rate_is_the_recipes_schedule():
 
 def test_the_recipe_is_the_text_preset():
     preset = dict(train_config.DEFAULTS, **train_config.PRESETS["text"])
-    for key in ("model", "hidden_size", "dropout_rate", "learning_rate", "warmup_steps",
-                "tokens_per_batch", "train_max_length"):
+    for key in ("model", "hidden_size", "dropout_rate", "label_smoothing", "learning_rate",
+                "warmup_steps", "tokens_per_batch", "train_max_length"):
         assert long_run.RECIPE[key] == preset[key], key
     fields = {field.name: field.default for field in
               dataclasses.fields(train_config.TrainConfig)}

@@ -70,7 +70,9 @@ class TextPresetTest(tf.test.TestCase):
         self.assertEqual(resolved.max_length, 500)  # serving still takes 500-byte sources
         self.assertEqual(resolved.tokens_per_batch, 2560)
         self.assertEqual(resolved.hidden_size, 256)
+        self.assertEqual(resolved.label_smoothing, 0.1)
         self.assertEqual(resolve(TrainConfig(data=data, hidden_size=400)).hidden_size, 400)
+        self.assertEqual(resolve(TrainConfig(data=data, label_smoothing=0.0)).label_smoothing, 0.0)
         # An explicit batch size means pairs per batch; an explicit budget still wins over it.
         pairs = resolve(TrainConfig(data=data, batch_size=16))
         self.assertEqual((pairs.batch_size, pairs.tokens_per_batch), (16, 0))
