@@ -55,8 +55,8 @@ from pipelines.byte_codec import BOS_ID, BYTE_OFFSET, EOS_ID, PAD_ID  # noqa: E4
 TEST_SET = "multi30k-test2016"
 # The `text` preset's values (bytenet_tf.training.config.PRESETS["text"]); tests check them.
 RECIPE = dict(model="bytenet_selu", hidden_size=256, dropout_rate=0.0, label_smoothing=0.1,
-              learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05, tokens_per_batch=2560,
-              train_max_length=200,
+              learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05,
+              tokens_per_batch=2560, train_max_length=200,
               adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-7)
 # Padded shapes of the training batches: lengths up to each edge share one shape.
 SHAPE_EDGES = (32, 64, 128)

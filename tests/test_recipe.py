@@ -281,8 +281,9 @@ class HeldOutSplitTest(tf.test.TestCase):
         self.assertEqual(train, [p for p in pairs if p not in held])  # train has no duplicates
         again = translator.held_out_split(self.get_temp_dir() + "/again")
         self.assertEqual(read(again[2]), read(valid_de))  # the same seed, the same split
-        # The published results (docs/results.md, "Real translation" and "The residual branch") were measured on this split: a
-        # change to the reader or the seed must show here, not silently move their held-out set.
+        # The published results (docs/results.md, "Real translation" and "The residual branch")
+        # were measured on this split: a change to the reader or the seed must show here, not
+        # silently move their held-out set.
         with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                "docs", "results", "translator_recipe_120min.json")) as f:
             self.assertEqual(counts, json.load(f)["held_out_validation"])
