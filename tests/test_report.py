@@ -110,6 +110,17 @@ class TranslatorSectionTest(tf.test.TestCase):
                       "by `python r --test_sentences=0` at commit `fff`, on AMD EPYC.",
                       "\n".join(lines))
 
+    def test_a_candidate_left_out_says_why_instead_of_scores(self):
+        from experiments.reports import translation
+
+        run = self._run("bleu")
+        run["results"]["selection"]["candidates"]["best_validated"] = {
+            "step": 4800, "skipped": "time budget"}
+        text = "\n".join(translation.translator_section({"x": run}))
+        self.assertIn("of each candidate: last BLEU 1.00 chrF 2.00; best_validated left out "
+                      "(time budget: not validated).", text)
+        self.assertNotIn("nan", text)
+
 
 class LongRunSectionTest(tf.test.TestCase):
 

@@ -90,6 +90,13 @@ def rescored_text(result):
             f"`{again['command']}` at commit `{again['commit']}`, on {again['cpu']}.")
 
 
+def _candidate_text(name, scores):
+    """One export candidate's validation scores, or why the selection left it out."""
+    if "skipped" in scores:
+        return f"{name} left out ({scores['skipped']}: not validated)"
+    return f"{name} BLEU {scores['bleu']:.2f} chrF {scores['chrf']:.2f}"
+
+
 def translator_section(runs):
     """The text recipe and its source-blind baseline, scored on every test set."""
     lines = ["### The text recipe: a German-English translator on the 2-core CPU", "",
@@ -132,8 +139,7 @@ def translator_section(runs):
                       f"{greedy['reached_bound']:.3f}; with the exported beam: "
                       f"{beam['bleu']:.2f}, {beam['chrf']:.1f}, {beam['reached_bound']:.3f}."]
         lines += ["- Validation (held-out, greedy) of each candidate: " + "; ".join(
-            f"{k} BLEU {v.get('bleu', float('nan')):.2f} chrF {v.get('chrf', float('nan')):.2f}"
-            for k, v in selection.items()) + "."]
+            _candidate_text(name, scores) for name, scores in selection.items()) + "."]
         tried = result["results"]["length_penalty"]["tuned_on_validation"] or {}
         if tried:
             # `std` and `wins` are of the metric that chose the penalty.
