@@ -6,6 +6,7 @@ training or test set, with empty lines, NUL bytes, invalid UTF-8 and multi-byte 
 Only tests that need real German-English text read `../shared/data/deen`, and skip without it.
 """
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -30,6 +31,17 @@ def run_python(code, **env):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=PROJECT_ROOT, timeout=300,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **env))
+
+
+def run_concurrently(commands, max_workers=3, **kwargs):
+    """Runs independent `commands` side by side; returns their `CompletedProcess`es in order.
+
+    A test that starts several processes spends most of their time importing TensorFlow and
+    tracing, one core each; side by side they share the two cores of the CI machine. `kwargs`
+    go to every `subprocess.run` (text output is captured unless they say otherwise)."""
+    kwargs = dict(dict(capture_output=True, text=True, timeout=300), **kwargs)
+    with concurrent.futures.ThreadPoolExecutor(max_workers) as pool:
+        return list(pool.map(lambda command: subprocess.run(command, **kwargs), commands))
 
 
 def synthetic_lines(count, seed=0, max_bytes=60):

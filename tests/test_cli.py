@@ -11,7 +11,8 @@ import tensorflow as tf
 
 import bytenet_tf
 from bytenet_tf import export
-from tests.conftest import PROJECT_ROOT, run_python, synthetic_lines, write_parallel_files
+from tests.conftest import (PROJECT_ROOT, run_concurrently, run_python, synthetic_lines,
+                            write_parallel_files)
 
 
 def _run(module, *args, stdin=b""):
@@ -139,18 +140,17 @@ class HelpAndErrorsTest(unittest.TestCase):
                     "bytenet-translate": ("--saved_model:", "--batch_size:"),
                     "bytenet-evaluate": ("--saved_model:", "--reference_file:",
                                          "--newstest_year:")}
-        for script, names in expected.items():
-            module = "bytenet_tf." + script.split("-")[1]
-            for command in _binary_commands(module, script):
-                with self.subTest(command=command[-1]):
-                    completed = subprocess.run(command + ["--help"], capture_output=True,
-                                               text=True, timeout=300,
-                                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                                                        PYTHONPATH=PROJECT_ROOT))
-                    # The usage, from the binary's docstring, then its flags.
-                    self.assertIn(f"{script}:", completed.stdout)
-                    for name in names:
-                        self.assertIn(name, completed.stdout)
+        runs = [(script, command + ["--help"]) for script in expected
+                for command in _binary_commands("bytenet_tf." + script.split("-")[1], script)]
+        completed = run_concurrently([command for _, command in runs],
+                                     env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                                              PYTHONPATH=PROJECT_ROOT))
+        for (script, command), done in zip(runs, completed):
+            with self.subTest(command=command[-2]):
+                # The usage, from the binary's docstring, then its flags.
+                self.assertIn(f"{script}:", done.stdout)
+                for name in expected[script]:
+                    self.assertIn(name, done.stdout)
 
     def _run_main(self, error):
         code = ("from bytenet_tf import cli\n"

@@ -105,9 +105,11 @@ class AttentionModelTest(tf.test.TestCase):
         for mode in ("branch", "branch_positions"):
             with self.subTest(mode=mode):
                 model = self._model(mode)
-                cached, cached_logits = decoding.greedy_decode(model, source, return_logits=True)
-                naive, naive_logits = decoding.naive_greedy_decode(model, source,
-                                                                   return_logits=True)
+                # In graphs, as the translator runs them (eagerly, every step dispatches each op).
+                cached, cached_logits = tf.function(decoding.greedy_decode)(
+                    model, source, return_logits=True)
+                naive, naive_logits = tf.function(decoding.naive_greedy_decode)(
+                    model, source, return_logits=True)
                 self.assertAllEqual(cached, naive)
                 self.assertAllClose(cached_logits, naive_logits, atol=1e-4)
 

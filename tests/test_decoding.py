@@ -98,6 +98,10 @@ def _naive_beam_search(model, source, beam_size, max_output_length):
     sentence at a time: the O(L^2) reference of `decoding.beam_search_decode` at
     `length_alpha=0`, with no cache to reorder. Returns a list of output id lists."""
     limits = decoding.output_limits(model, source, max_output_length=max_output_length).numpy()
+    # One graph for every prefix length: the same decoder, without eager dispatch per step.
+    decode = tf.function(lambda encoded, prefixes, mask: model.decode(encoded, prefixes,
+                                                                      source_mask=mask),
+                         reduce_retracing=True)
     outputs = []
     for row in range(source.shape[0]):
         sentence = source[row:row + 1]
@@ -107,7 +111,7 @@ def _naive_beam_search(model, source, beam_size, max_output_length):
         scores = np.array([0.0] + [-1e9] * (beam_size - 1), np.float32)
         finished = np.zeros(beam_size, bool)
         for t in range(limits[row]):
-            logits = model.decode(encoded, tf.constant(prefixes, tf.int32), source_mask=mask)
+            logits = decode(encoded, tf.constant(prefixes, tf.int32), mask)
             log_probs = tf.nn.log_softmax(logits[:, -1]).numpy()
             log_probs[finished] = -1e9
             log_probs[finished, byte_codec.PAD_ID] = 0.0

@@ -215,11 +215,16 @@ class ReceptiveFieldTest(tf.test.TestCase):
         target[0, 0] = 41
         projection = tf.random.stateless_normal([byte_codec.VOCAB_SIZE], seed=[1, 2])
         embeddings = model.target_embedding.embeddings
-        with tf.GradientTape(persistent=True) as tape:
-            logits = model(_inputs(source, target))
-            per_position = tf.unstack(tf.linalg.matvec(logits[0], projection))
-        reach = [np.abs(tf.convert_to_tensor(tape.gradient(value, embeddings))[41]).max()
-                 for value in per_position]
+        inputs = _inputs(source, target)
+
+        @tf.function  # traced once, then one graph run per position
+        def reach_of(position):
+            with tf.GradientTape() as tape:
+                value = tf.linalg.matvec(model(inputs)[0], projection)[position]
+            gradient = tf.convert_to_tensor(tape.gradient(value, embeddings))
+            return tf.reduce_max(tf.abs(gradient[41]))
+
+        reach = [float(reach_of(tf.constant(position))) for position in range(length)]
         touched = np.nonzero(np.array(reach) > 0)[0]
         self.assertEqual(touched.max(), expected - 1)
         self.assertLen(touched, expected)  # every position within the field depends on it

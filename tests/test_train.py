@@ -20,7 +20,7 @@ from bytenet_tf.training.optimizer import make_optimizer
 from bytenet_tf.training.step import make_train_step
 from pipelines.options import ConfigError
 from pipelines import datasets, digits
-from tests.conftest import PROJECT_ROOT, deen_path, synthetic_lines
+from tests.conftest import PROJECT_ROOT, deen_path, run_concurrently, synthetic_lines
 from tests.helpers.free_ports import free_ports
 
 TINY = dict(hidden_size=16, num_stacks=1, batch_size=8, max_length=64, warmup_steps=5,
@@ -294,21 +294,19 @@ class ResumeTest(tf.test.TestCase):
             process.wait()
         killed_at = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
         self.assertGreaterEqual(killed_at, 10)
-        def run_to(directory, steps):
-            completed = subprocess.run(
-                _train_command(directory, "--dataset=digits", "--digits_config=thesis",
-                               f"--train_steps={steps}", "--checkpoint_every=5", "--export=false"),
-                env=_env(), capture_output=True, text=True, timeout=300)
+        # Resumed, and a run that was never killed, to the same step, side by side.
+        straight_dir = self.get_temp_dir() + "/never_killed"
+        resumed, straight = run_concurrently(
+            [_train_command(directory, "--dataset=digits", "--digits_config=thesis",
+                            f"--train_steps={killed_at + 5}", "--checkpoint_every=5",
+                            "--export=false") for directory in (model_dir, straight_dir)],
+            env=_env())
+        for completed in (resumed, straight):
             self.assertEqual(completed.returncode, 0, completed.stderr[-3000:])
-            return completed
-
-        resumed = run_to(model_dir, killed_at + 5)
         self.assertIn(f"at step {killed_at}.", resumed.stderr)
         self.assertEqual(json.loads(resumed.stdout.strip().splitlines()[-1])["step"], killed_at + 5)
         # The weights continue from the checkpoint (and the data from its iterator): they equal
         # those of a run that was never killed.
-        straight_dir = self.get_temp_dir() + "/never_killed"
-        run_to(straight_dir, killed_at + 5)
         assert_same_model_weights(self, model_dir, straight_dir)
 
 

@@ -1,11 +1,12 @@
 """The zoo under one Keras backend, with TensorFlow unimportable: run by tests/test_backends.py.
 
-    KERAS_BACKEND=jax python tests/helpers/backend_checks.py FOLDER
+    KERAS_BACKEND=jax python tests/helpers/backend_checks.py FOLDER [PART COUNT]
 
 FOLDER holds what the TensorFlow side wrote: `inputs.npz` (source, target, labels) and, per zoo
-model, `<name>.weights.h5`. Writes `FOLDER/<backend>.json`, and per model the logits of those
-weights (`<name>.<backend>.logits.npy`) and the weights that seed 0 draws
-(`<name>.<backend>.seeded.npz`).
+model, `<name>.weights.h5`. Checks part PART (from 0) of COUNT equal shares of the zoo (default:
+all of it, part 0 of 1), so that shares can run side by side. Writes
+`FOLDER/<backend>.<PART>-of-<COUNT>.json`, and per model the logits of those weights
+(`<name>.<backend>.logits.npy`) and the weights that seed 0 draws (`<name>.<backend>.seeded.npz`).
 """
 
 import json
@@ -74,12 +75,12 @@ def fit(name):
     return history.history["loss"][0], history.history["loss"][-1]
 
 
-def main(folder):
+def main(folder, part=0, count=1):
     backend = keras.backend.backend()
     data = np.load(os.path.join(folder, "inputs.npz"))
     inputs = {"source": data["source"], "target": data["target"]}
     results = {"backend": backend, "models": {}}
-    for name in bytenet_tf.list_models():
+    for name in bytenet_tf.list_models()[part::count]:
         # Another seed than the saved weights', so only the file can make the logits equal.
         model = bytenet_tf.build_model(name, seed=7, **SMALL)
         model(inputs)
@@ -91,7 +92,8 @@ def main(folder):
                  **{w.path: to_numpy(w) for w in seeded.weights})
         first, last = fit(name)
         results["models"][name] = dict(causality(seeded), first_loss=first, last_loss=last)
-    results["receptive_field"] = receptive_field()
+    if part == 0:
+        results["receptive_field"] = receptive_field()
     results["ops_policy"] = bytenet_tf.ops.resolve_policy("auto")
     try:
         bytenet_tf.ops.get("cpu")
@@ -101,9 +103,9 @@ def main(folder):
     results["tensorflow_modules"] = sorted(m for m in sys.modules
                                            if m.split(".")[0] == "tensorflow"
                                            and sys.modules[m] is not None)
-    with open(os.path.join(folder, f"{backend}.json"), "w") as f:
+    with open(os.path.join(folder, f"{backend}.{part}-of-{count}.json"), "w") as f:
         json.dump(results, f, indent=2)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *map(int, sys.argv[2:4]))
