@@ -33,15 +33,18 @@ def run_python(code, **env):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **env))
 
 
-def run_concurrently(commands, max_workers=3, **kwargs):
+def run_concurrently(commands, max_workers=3, envs=None, **kwargs):
     """Runs independent `commands` side by side; returns their `CompletedProcess`es in order.
 
     A test that starts several processes spends most of their time importing TensorFlow and
-    tracing, one core each; side by side they share the two cores of the CI machine. `kwargs`
-    go to every `subprocess.run` (text output is captured unless they say otherwise)."""
+    tracing, one core each; side by side they share the two cores of the CI machine. `envs`, if
+    given, holds one environment per command; `kwargs` go to every `subprocess.run` (text output
+    is captured unless they say otherwise)."""
     kwargs = dict(dict(capture_output=True, text=True, timeout=300), **kwargs)
+    envs = envs or [kwargs.pop("env", None)] * len(commands)
     with concurrent.futures.ThreadPoolExecutor(max_workers) as pool:
-        return list(pool.map(lambda command: subprocess.run(command, **kwargs), commands))
+        return list(pool.map(lambda command, env: subprocess.run(command, env=env, **kwargs),
+                             commands, envs))
 
 
 def synthetic_lines(count, seed=0, max_bytes=60):

@@ -2,11 +2,9 @@
 the JSON they promise. They run side by side: these tests check what they report, not how fast
 the machine is."""
 
-import concurrent.futures
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from unittest import mock
@@ -14,7 +12,7 @@ from unittest import mock
 import tensorflow as tf
 from absl.testing import parameterized
 
-from tests.conftest import PROJECT_ROOT, deen_path
+from tests.conftest import PROJECT_ROOT, deen_path, run_concurrently
 
 TINY = ["--hidden_size=16", "--num_stacks=1", "--batch_size=2", "--length=16", "--steps=2",
         "--warmup=1"]
@@ -71,11 +69,8 @@ def _last_json(key):
     for the other tests; their timings are not what these tests check."""
     if not _runs:
         runs = _commands(tempfile.mkdtemp(prefix="benchmarks_"))
-        with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            futures = {key: pool.submit(subprocess.run, command, env=env, capture_output=True,
-                                        text=True, timeout=600)
-                       for key, (command, env) in runs.items()}
-            _runs.update((key, future.result()) for key, future in futures.items())
+        commands, envs = zip(*runs.values())
+        _runs.update(zip(runs, run_concurrently(commands, envs=envs, timeout=600)))
     completed = _runs[key]
     if completed.returncode:
         raise AssertionError(f"{key} failed:\n{completed.stderr[-3000:]}")
