@@ -33,6 +33,11 @@ def run_python(code, **env):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **env))
 
 
+# For JAX processes in tests: XLA skips its LLVM optimizations, which change how fast the code it
+# emits runs, not what the code computes, and compiles much sooner.
+FAST_COMPILING_XLA = {"XLA_FLAGS": "--xla_backend_optimization_level=0"}
+
+
 def run_concurrently(commands, max_workers=3, envs=None, **kwargs):
     """Runs independent `commands` side by side; returns their `CompletedProcess`es in order.
 

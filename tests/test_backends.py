@@ -20,7 +20,7 @@ from absl.testing import parameterized
 
 import bytenet_tf
 from pipelines import byte_codec
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import FAST_COMPILING_XLA, PROJECT_ROOT
 
 SMALL = dict(hidden_size=16, num_stacks=1)
 BACKENDS = [(name, name) for name in ("jax", "torch")]
@@ -54,8 +54,7 @@ def _tensorflow_side(folder):
 
 
 # JAX spends most of its run compiling (about 4 s per zoo model's `fit`): two halves of the zoo
-# run side by side, and XLA skips its LLVM optimizations, which change the speed of the code it
-# emits, not what the code computes.
+# run side by side, and compile with `FAST_COMPILING_XLA`.
 PARTS = {"jax": 2, "torch": 1}
 
 
@@ -74,8 +73,7 @@ def _start(backend):
                  folder, str(part), str(PARTS[backend])], stdout=subprocess.DEVNULL,
                 stderr=stderr,
                 env=dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=PROJECT_ROOT,
-                         JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="",
-                         XLA_FLAGS="--xla_backend_optimization_level=0")))
+                         JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", **FAST_COMPILING_XLA)))
     return folder, logits, seeded, processes
 
 
@@ -100,7 +98,7 @@ def _run(backend):
     if importlib.util.find_spec(backend) is None:
         raise __import__("unittest").SkipTest(
             f"{backend} is not installed here (pip install 'bytenet_tf[test]' installs jax)")
-    if not _runs and not _started:
+    if not _started:
         _started.update((name, _start(name)) for name, _ in BACKENDS
                         if importlib.util.find_spec(name) is not None)
     if backend not in _runs:

@@ -21,7 +21,7 @@ from bytenet_tf.training import evaluation
 from bytenet_tf.training.schedule import WarmupCosineDecay
 from experiments import long_run
 from pipelines import byte_codec, preprocessing
-from tests.conftest import PROJECT_ROOT
+from tests.conftest import FAST_COMPILING_XLA, PROJECT_ROOT
 
 
 def _random_bytes(rng, length):
@@ -134,10 +134,7 @@ def test_weights_trained_under_jax_give_the_same_held_out_loss_under_tensorflow(
             for side, language in ((0, "de"), (1, "en")):
                 with open(os.path.join(data, f"{split}.{language}"), "wb") as f:
                     f.write(b"".join(p[side].replace(b"\n", b" ") + b"\n" for p in chunk))
-        # XLA's LLVM optimizations change how fast the compiled step runs, not what it computes;
-        # skipping them shortens this run's compiling.
-        env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-                   XLA_FLAGS="--xla_backend_optimization_level=0")
+        env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", **FAST_COMPILING_XLA)
         command = [sys.executable, os.path.join(PROJECT_ROOT, "experiments", "long_run.py"),
                    "train", f"--data={data}", f"--out={out}", "--minutes=0.01",
                    "--hidden_size=8", "--num_stacks=1", "--eval_every=4", "--decode_every=1000",
