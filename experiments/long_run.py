@@ -16,9 +16,10 @@ than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the 
 buckets of `pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when
 it fills), the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon
 1e-7) with a 200-step linear warm-up and a cosine decay to 5% that ends when `--minutes` of
-training time are spent (as the preset's budget does), in mixed_bfloat16. Batches are padded up
-to four shapes (all-PAD rows and columns, which add nothing to the loss) so that a compiling
-backend compiles four steps. Every `--eval_every` steps it logs the training loss and the
+training time are spent (as the preset's budget does), or after `--steps` steps if those come
+first (so a GPU trains the step count that a CPU budget holds), in mixed_bfloat16. Batches are
+padded up to four shapes (all-PAD rows and columns, which add nothing to the loss) so that a
+compiling backend compiles four steps. Every `--eval_every` steps it logs the training loss and the
 held-out cross-entropy; every `--decode_every` steps, and at the end, greedy BLEU and chrF on
 the held-out pairs and on multi30k-test2016 (read only: nothing is chosen on either). At every
 logging point it writes OUT/curve.json, then the weights, in float32, to OUT/last.weights.h5
@@ -182,11 +183,15 @@ def cross_entropy_sums(logits, labels, smoothing=0.0):
     return objective, plain, jnp.sum(mask)
 
 
-def learning_rate(step, seconds, budget_seconds, recipe=RECIPE):
+def learning_rate(step, seconds, budget_seconds, recipe=RECIPE, total_steps=0):
     """`bytenet_tf.training.schedule.WarmupCosineDecay` at `step` (from 0) when `done` is the
-    share of the time budget spent (the preset's `train_steps` never binds first)."""
+    larger of the share of the time budget spent and `(step + 1) / total_steps` (0: no step
+    count, as the preset's `train_steps` never binds first)."""
     warmup = min((step + 1) / recipe["warmup_steps"], 1.0)
-    done = min(max(seconds / budget_seconds, 0.0), 1.0)
+    done = seconds / budget_seconds
+    if total_steps:
+        done = max(done, (step + 1) / total_steps)
+    done = min(max(done, 0.0), 1.0)
     floor = recipe["learning_rate_floor"]
     cosine = 0.5 * (1.0 + math.cos(math.pi * done))
     return recipe["learning_rate"] * warmup * (floor + (1.0 - floor) * cosine)
@@ -356,12 +361,12 @@ def train(args):
         trained = time.time() - started - excluded
         rows, length = shapes[bucket]
         source, target, labels = frame(pairs, length, rows)
-        lr = learning_rate(step, trained, budget)
+        lr = learning_rate(step, trained, budget, total_steps=args.steps)
         trainable, state, moments, total, count = train_step(
             trainable, state, moments, jnp.int32(step), jnp.float32(lr), source, target, labels)
         losses.append((total, count))
         step += 1
-        last = trained >= budget
+        last = trained >= budget or step == args.steps
         if step % args.eval_every and not last:
             continue
         total = sum(float(t) for t, _ in losses)  # waits for the queued steps
@@ -506,6 +511,9 @@ def main():
     parser.add_argument("--trained_at", default="unknown",
                         help="score: the commit that `train` ran at, for the results")
     parser.add_argument("--minutes", type=float, default=7.0, help="training time budget")
+    parser.add_argument("--steps", type=int, default=0,
+                        help="train: end training, and the cosine decay, after this many steps "
+                             "if the budget has not ended them first (0: the budget alone)")
     parser.add_argument("--hidden_size", type=int, default=RECIPE["hidden_size"],
                         help="the model's width (default: the text preset's)")
     parser.add_argument("--num_stacks", type=int, default=0, help="0: the model's (3)")
@@ -525,6 +533,8 @@ def main():
     for key in ("dropout_rate", "label_smoothing"):
         if not 0.0 <= getattr(args, key) < 1.0:
             raise SystemExit(f"--{key} must be in [0, 1); got {getattr(args, key)}.")
+    if args.steps < 0:
+        raise SystemExit(f"--steps must be 0 (no step count) or positive; got {args.steps}.")
     if args.command == "score" and not args.name:
         raise SystemExit("`score` needs --name.")
     {"prepare": prepare, "train": train, "score": score}[args.command](args)

@@ -94,6 +94,16 @@ def test_the_learning_rate_is_the_recipes_schedule():
         assert abs(long_run.learning_rate(step, done * 1800.0, 1800.0) - expected) < 1e-9
 
 
+def test_a_step_count_ends_the_decay_when_it_comes_before_the_budget():
+    progress = tf.Variable(0.0)
+    schedule = WarmupCosineDecay(2e-3, 200, 5000, floor=0.05, progress=progress)
+    for step, done in ((0, 0.0), (199, 0.5), (2499, 0.1), (2499, 0.9), (4999, 0.2)):
+        progress.assign(done)
+        expected = float(schedule(tf.constant(step)))
+        got = long_run.learning_rate(step, done * 1800.0, 1800.0, total_steps=5000)
+        assert abs(got - expected) < 1e-9, (step, done)
+
+
 def test_the_recipe_is_the_text_preset():
     preset = dict(train_config.DEFAULTS, **train_config.PRESETS["text"])
     for key in ("model", "hidden_size", "dropout_rate", "label_smoothing", "learning_rate",
