@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from experiments.reports import steps  # noqa: E402
 from experiments.reports.common import DOCS, ema, load, mean, provenance, results_named  # noqa: E402
 
 
@@ -398,6 +399,7 @@ def render():
     levers = load("lever_screen")
     if levers:
         lines += lever_screen_section(levers) + [""]
+    lines += steps.render()
     examples = results_named("examples")
     if examples:
         lines += examples_section(examples) + [""]
