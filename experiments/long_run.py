@@ -11,7 +11,8 @@ TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
 with the preset's overrides (dropout 0, label smoothing 0.1; `--dropout_rate` and
-`--label_smoothing` screen other amounts of regularization), pairs whose sides are shorter
+`--label_smoothing` screen other amounts of regularization, `--cross_attention` the zoo's
+readout of the encoder output), pairs whose sides are shorter
 than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
 buckets of `pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when
 it fills), the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon
@@ -280,6 +281,8 @@ def train(args):
     for key in ("hidden_size", "num_stacks"):
         if getattr(args, key):
             overrides[key] = getattr(args, key)
+    if args.cross_attention != "none":
+        overrides["cross_attention"] = args.cross_attention
     model = bytenet_tf.build_model(RECIPE["model"], dtype=args.precision, **overrides)
     with open(os.path.join(args.out, "model.json"), "w") as f:
         json.dump({"model": RECIPE["model"], "overrides": overrides}, f)
@@ -502,6 +505,8 @@ def score(args):
 
 
 def main():
+    from bytenet_tf.layers.cross_attention import CROSS_ATTENTION
+
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("command", choices=("prepare", "train", "score"))
@@ -517,6 +522,9 @@ def main():
     parser.add_argument("--hidden_size", type=int, default=RECIPE["hidden_size"],
                         help="the model's width (default: the text preset's)")
     parser.add_argument("--num_stacks", type=int, default=0, help="0: the model's (3)")
+    parser.add_argument("--cross_attention", default="none", choices=CROSS_ATTENTION,
+                        help="train: the model's cross-attention readout (bytenet-train's "
+                             "--cross_attention; the preset's: none)")
     parser.add_argument("--precision", default="mixed_bfloat16",
                         choices=("float32", "mixed_bfloat16"))
     parser.add_argument("--dropout_rate", type=float, default=RECIPE["dropout_rate"],
