@@ -1,5 +1,6 @@
-"""Steps or data: the text preset trained for more steps on a GPU (steps_limit_*.json, written by
-experiments/steps_limit.py at a9b8f03), beside the CPU runs of the same preset."""
+"""The text preset by step on a GPU: trained for more steps (steps_limit_*.json, written by
+experiments/steps_limit.py at a9b8f03) beside the CPU runs of the same preset, and against its
+cross-attention readout (attention_gpu_*.json, experiments/long_run.py)."""
 
 import os
 
@@ -98,6 +99,29 @@ def steps_limit_section(results):
                     "(results/steps_limit.png)"]
 
 
+def attention_steps_section(name, result):
+    """The preset against its cross-attention readout on the same batches, by step."""
+    base, readout = result["runs"]["none"]["curve"], result["runs"]["branch_positions"]["curve"]
+    lines = ["### The cross-attention readout at a 30-minute CPU step count, on a GPU", "",
+             f"`{result['command']}` with `--cross_attention=none` and `branch_positions`, side "
+             f"by side on {result['device']}, seed {result['seed']} (the same batches for both), "
+             f"at {result['commit']} (`{name}`). Asked: {result['steps_asked']:,} steps; stopped "
+             f"at {result['stopped_at_step']:,} by {result['stopped_by']}. Held-out: "
+             f"{result['held_out']}.", "",
+             "| step | preset: held-out (train) | readout: held-out (train) | readout - preset, "
+             "held-out |", "|---|---|---|---|"]
+    for a, b in zip(base, readout):
+        lines.append(f"| {a['step']:,} | {a['valid_loss']:.4f} ({a['train_loss']:.3f}) | "
+                     f"{b['valid_loss']:.4f} ({b['train_loss']:.3f}) | "
+                     f"{b['valid_loss'] - a['valid_loss']:+.4f} |")
+    return lines
+
+
 def render():
+    lines = []
     results = results_named("steps_limit_")
-    return steps_limit_section(results) + [""] if results else []
+    if results:
+        lines += steps_limit_section(results) + [""]
+    for name, result in results_named("attention_gpu_").items():
+        lines += attention_steps_section(name, result) + [""]
+    return lines
