@@ -11,22 +11,23 @@ TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
 with the preset's overrides (dropout 0, label smoothing 0.1; `--dropout_rate` and
-`--label_smoothing` screen other amounts of regularization, `--cross_attention` the zoo's
-readout of the encoder output), pairs whose sides are shorter
-than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
-buckets of `pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when
-it fills), the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon
-1e-7) with a 200-step linear warm-up and a cosine decay to 5% that ends when `--minutes` of
-training time are spent (as the preset's budget does), or after `--steps` steps if those come
-first (so a GPU trains the step count that a CPU budget holds), in mixed_bfloat16. Batches are
-padded up to four shapes (all-PAD rows and columns, which add nothing to the loss) so that a
-compiling backend compiles four steps. Every `--eval_every` steps it logs the training loss and the
-held-out cross-entropy; every `--decode_every` steps, and at the end, greedy BLEU and chrF on
-the held-out pairs and on multi30k-test2016 (read only: nothing is chosen on either). At every
-logging point it writes OUT/curve.json, then the weights, in float32, to OUT/last.weights.h5
-with their step in the file (so a run stopped early keeps those of its last logging point); and
-OUT/model.json. Compiling and decoding come on top of `--minutes`: at hidden 400 on an H200, a
-5.5-minute budget with decoding every 8,000 steps needed more than 560 s in all.
+`--label_smoothing` screen other amounts of regularization, `--cross_attention` the zoo's readout
+of the encoder output), pairs whose sides are shorter than `train_max_length` (200) bytes, the
+whole set shuffled once per epoch, the token-budget buckets of `pipelines.preprocessing.batch`
+(2,560 padded bytes; each bucket emits a batch when it fills), the per-byte mean cross-entropy over
+real target bytes, Adam (beta_2 0.999, epsilon 1e-7) with a 200-step linear warm-up and a cosine
+decay to 5% that ends when `--minutes` of training time are spent (as the preset's budget does), or
+after `--steps` steps if those come first (so a GPU trains the step count that a CPU budget holds),
+in mixed_bfloat16. Batches are padded up to four shapes (all-PAD rows and columns, which add
+nothing to the loss) so that a compiling backend compiles four steps. Every `--eval_every` steps it
+logs the training loss and the held-out cross-entropy; every `--decode_every` steps, and at the
+end, greedy BLEU and chrF on the held-out pairs and on multi30k-test2016 (read only: nothing is
+chosen on either). At every logging point it writes OUT/curve.json, then the weights, in float32,
+to OUT/last.weights.h5 with their step in the file (so a run stopped early keeps those of its last
+logging point); and OUT/model.json. Compiling and decoding come on top of `--minutes`: at hidden
+400 on an H200, a 5.5-minute budget with decoding every 8,000 steps needed more than 560 s in all;
+two runs side by side at hidden 256 on an H100 took 245 s to reach step 4,200 after 80 s of
+training each, most of the rest compiling.
 
 `score` (TensorFlow, float32, the CPU) loads those weights into the same model, runs one beam-4
 search over the 500 held-out pairs, takes the length penalty with the best validation BLEU (as
