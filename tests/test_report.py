@@ -158,3 +158,59 @@ class LongRunSectionTest(tf.test.TestCase):
         finished = "\n".join(translation.long_run_section({"long_run_x": self._result(True)}))
         self.assertIn("Weights of step 3,000 (epochs done: 1, learning rate 1.00e-03).", finished)
         self.assertNotIn("stopped", finished)
+
+
+class StepsSectionTest(tf.test.TestCase):
+
+    @staticmethod
+    def _cpu_run(steps, **model):
+        model = dict(dict(hidden_size=256, num_stacks=3, dropout_rate=0.0, source_blind=False,
+                          cross_attention="none"), **model)
+        return {"steps": steps, "cpu": "CPU", "precision": "float32",
+                "effective_config": {"tokens_per_batch": 2560, "label_smoothing": 0.1,
+                                     "model_config": model},
+                "test": {"multi30k-test2016": {"bleu": 19.5, "chrf": 39.0}},
+                "test_greedy_same_weights": {"multi30k-test2016": {"bleu": 17.0, "chrf": 37.0}}}
+
+    @staticmethod
+    def _gpu_run(name, steps, asked, dropout=0.0):
+        return {"name": name, "steps": steps, "steps_asked": asked,
+                "cut_by_deadline": steps < asked, "dropout_rate": dropout, "trained_by": f"python t --name={name} --steps={asked} "
+                f"--dropout={dropout:g}", "scored_by": f"python s --name={name}",
+                "training_machine": "a GPU", "scored_on": "a CPU", "commit": "abc",
+                "final_held_out_loss": 1.01, "held_out_loss_tensorflow_float32": 1.0099,
+                "length_penalty": {"value": 1.0},
+                "curve": [{"step": 0, "held_out_loss": 6.0},
+                          {"step": 1000, "train_loss": 1.5, "held_out_loss": 1.4},
+                          {"step": steps, "held_out_loss": 1.01}],
+                "test": {"multi30k-test2016": {"beam4": {"bleu": 21.23, "chrf": 40.7},
+                                               "greedy": {"bleu": 18.7, "chrf": 38.8}}}}
+
+    def test_the_cpu_table_holds_the_smoothed_preset_alone(self):
+        from experiments.reports import steps
+
+        runs = {"translator_preset": self._cpu_run(4897),
+                "translator_blind": self._cpu_run(4914, source_blind=True),
+                "translator_dropout": self._cpu_run(4800, dropout_rate=0.1),
+                "translator_wide": self._cpu_run(3000, hidden_size=400),
+                "translator_attention": self._cpu_run(4000, cross_attention="branch")}
+        with mock.patch.object(steps, "results_named", return_value=runs):
+            self.assertEqual(list(steps.preset_cpu_runs()), ["preset"])
+
+    def test_each_gpu_run_shows_its_steps_and_whether_the_deadline_ended_it(self):
+        from experiments.reports import steps
+
+        gpu = {"steps_limit_a": self._gpu_run("a", 6536, 25500),
+               "steps_limit_b": self._gpu_run("b", 4900, 4900)}
+        with tempfile.TemporaryDirectory() as folder, \
+                mock.patch.object(steps, "DOCS", folder), \
+                mock.patch.object(steps, "preset_cpu_runs", return_value={}):
+            os.makedirs(os.path.join(folder, "results"))
+            lines = steps.steps_limit_section(gpu)
+            self.assertTrue(os.path.exists(os.path.join(folder, "results", "steps_limit.png")))
+        rows = [line for line in lines if line.startswith("| `")]
+        self.assertEqual(rows[0], "| `b` | 4,900 (4,900) | 0 | 1.500 | 1.0100 / 1.0099 | 1 | "
+                                  "21.23 (40.7) | 18.70 (38.8) |")
+        self.assertTrue(rows[1].startswith("| `a` | 6,536 (25,500, ended by the deadline) |"))
+        self.assertIn("`python t --name=<name> --steps=<steps> --dropout=<dropout>` per run",
+                      "\n".join(lines))
