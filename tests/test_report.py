@@ -175,8 +175,9 @@ class StepsSectionTest(tf.test.TestCase):
     @staticmethod
     def _gpu_run(name, steps, asked, dropout=0.0):
         return {"name": name, "steps": steps, "steps_asked": asked,
-                "cut_by_deadline": steps < asked, "dropout_rate": dropout, "trained_by": f"python t --name={name} --steps={asked} "
-                f"--dropout={dropout:g}", "scored_by": f"python s --name={name}",
+                "cut_by_deadline": steps < asked, "dropout_rate": dropout,
+                "trained_by": f"python t --name={name} --steps={asked} --dropout={dropout:g}",
+                "scored_by": f"python s --name={name}",
                 "training_machine": "a GPU", "scored_on": "a CPU", "commit": "abc",
                 "final_held_out_loss": 1.01, "held_out_loss_tensorflow_float32": 1.0099,
                 "length_penalty": {"value": 1.0},
@@ -189,24 +190,21 @@ class StepsSectionTest(tf.test.TestCase):
     def test_the_cpu_table_holds_the_smoothed_preset_alone(self):
         from experiments.reports import steps
 
-        runs = {"translator_preset": self._cpu_run(4897),
-                "translator_blind": self._cpu_run(4914, source_blind=True),
-                "translator_dropout": self._cpu_run(4800, dropout_rate=0.1),
-                "translator_wide": self._cpu_run(3000, hidden_size=400),
-                "translator_attention": self._cpu_run(4000, cross_attention="branch")}
-        with mock.patch.object(steps, "results_named", return_value=runs):
-            self.assertEqual(list(steps.preset_cpu_runs()), ["preset"])
+        runs = {"preset": self._cpu_run(4897),
+                "blind": self._cpu_run(4914, source_blind=True),
+                "dropout": self._cpu_run(4800, dropout_rate=0.1),
+                "wide": self._cpu_run(3000, hidden_size=400),
+                "attention": self._cpu_run(4000, cross_attention="branch")}
+        self.assertEqual(list(steps.preset_cpu_runs(runs)), ["preset"])
 
     def test_each_gpu_run_shows_its_steps_and_whether_the_deadline_ended_it(self):
         from experiments.reports import steps
 
         gpu = {"steps_limit_a": self._gpu_run("a", 6536, 25500),
                "steps_limit_b": self._gpu_run("b", 4900, 4900)}
-        with tempfile.TemporaryDirectory() as folder, \
-                mock.patch.object(steps, "DOCS", folder), \
-                mock.patch.object(steps, "preset_cpu_runs", return_value={}):
+        with tempfile.TemporaryDirectory() as folder, mock.patch.object(steps, "DOCS", folder):
             os.makedirs(os.path.join(folder, "results"))
-            lines = steps.steps_limit_section(gpu)
+            lines = steps.steps_limit_section(gpu, {})
             self.assertTrue(os.path.exists(os.path.join(folder, "results", "steps_limit.png")))
         rows = [line for line in lines if line.startswith("| `")]
         self.assertEqual(rows[0], "| `b` | 4,900 (4,900) | 0 | 1.500 | 1.0100 / 1.0099 | 1 | "

@@ -12,18 +12,19 @@ import matplotlib.pyplot as plt  # noqa: E402
 from experiments.reports.common import DOCS, results_named  # noqa: E402
 
 
-def preset_cpu_runs():
-    """translator_*.json runs of the smoothed text preset (hidden 256, 3 stacks, 2,560-byte
-    batches, label smoothing 0.1, no dropout, reading the source), by name."""
+def preset_cpu_runs(translator_runs):
+    """The runs of the smoothed text preset (hidden 256, 3 stacks, 2,560-byte batches, label
+    smoothing 0.1, no dropout, reading the source) among `translator_runs` (translator_*.json
+    by name without `translator_`)."""
     runs = {}
-    for name, result in results_named("translator_").items():
+    for name, result in translator_runs.items():
         config = result.get("effective_config") or {}
         model = config.get("model_config") or {}
         if (result.get("test") and config.get("tokens_per_batch") == 2560
                 and config.get("label_smoothing") == 0.1 and model.get("hidden_size") == 256
                 and model.get("num_stacks") == 3 and not model.get("dropout_rate")
                 and not model.get("source_blind") and model.get("cross_attention") == "none"):
-            runs[name[len("translator_"):]] = result
+            runs[name] = result
     return runs
 
 
@@ -31,7 +32,7 @@ def _bleu(scores):
     return f"{scores['bleu']:.2f} ({scores['chrf']:.1f})"
 
 
-def steps_limit_section(results):
+def steps_limit_section(results, translator_runs):
     runs = sorted(results.values(), key=lambda r: r["steps"])
     first = runs[0]
     trained_by, scored_by = first["trained_by"], first["scored_by"]
@@ -63,7 +64,7 @@ def steps_limit_section(results):
             f"{run['held_out_loss_tensorflow_float32']:.4f} | "
             f"{run['length_penalty']['value']:g} | {_bleu(test['beam4'])} | "
             f"{_bleu(test['greedy'])} |")
-    cpu = preset_cpu_runs()
+    cpu = preset_cpu_runs(translator_runs)
     lines += ["", "The CPU runs of the same preset (`experiments/translator.py`, "
               "bytenet-train itself, alone on the CPU named):", "",
               "| run | steps | CPU, precision | BLEU (chrF), beam 4 | greedy |",
@@ -117,11 +118,13 @@ def attention_steps_section(name, result):
     return lines
 
 
-def render():
+def render(translator_runs):
+    """The subsections of the runs by step; `translator_runs` are the CPU runs to set beside
+    them (translator_*.json by name without `translator_`)."""
     lines = []
     results = results_named("steps_limit_")
     if results:
-        lines += steps_limit_section(results) + [""]
+        lines += steps_limit_section(results, translator_runs) + [""]
     for name, result in results_named("attention_gpu_").items():
         lines += attention_steps_section(name, result) + [""]
     return lines

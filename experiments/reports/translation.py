@@ -399,7 +399,7 @@ def render():
     levers = load("lever_screen")
     if levers:
         lines += lever_screen_section(levers) + [""]
-    lines += steps.render()
+    lines += steps.render(_translator_runs(""))
     examples = results_named("examples")
     if examples:
         lines += examples_section(examples) + [""]
