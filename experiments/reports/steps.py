@@ -66,7 +66,8 @@ def steps_limit_section(results, translator_runs):
             f"{_bleu(test['greedy'])} |")
     cpu = preset_cpu_runs(translator_runs)
     lines += ["", "The CPU runs of the same preset (`experiments/translator.py`, "
-              "bytenet-train itself, alone on the CPU named):", "",
+              "bytenet-train itself, on the CPU named; its findings entry says what, if "
+              "anything, ran beside each):", "",
               "| run | steps | CPU, precision | BLEU (chrF), beam 4 | greedy |",
               "|---|---|---|---|---|"]
     for name, result in sorted(cpu.items(), key=lambda item: item[1]["steps"]):
