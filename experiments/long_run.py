@@ -10,24 +10,25 @@ on a GPU) for longer than a CPU run holds, then scored on TensorFlow as the reci
 TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
-with the preset's overrides (dropout 0, label smoothing 0.1; `--dropout_rate` and
-`--label_smoothing` screen other amounts of regularization, `--cross_attention` the zoo's readout
-of the encoder output), pairs whose sides are shorter than `train_max_length` (200) bytes, the
-whole set shuffled once per epoch, the token-budget buckets of `pipelines.preprocessing.batch`
-(2,560 padded bytes; each bucket emits a batch when it fills), the per-byte mean cross-entropy over
-real target bytes, Adam (beta_2 0.999, epsilon 1e-7) with a 200-step linear warm-up and a cosine
+with the preset's overrides (dropout 0, label smoothing 0.1, no weight decay; `--dropout_rate`,
+`--label_smoothing` and `--weight_decay` screen other amounts of regularization,
+`--cross_attention` the zoo's readout of the encoder output), pairs whose sides are shorter
+than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
+buckets of `pipelines.preprocessing.batch` (2,560 padded bytes; each bucket emits a batch when it
+fills), the per-byte mean cross-entropy over real target bytes, Adam (beta_2 0.999, epsilon 1e-7;
+`adam_update`) with a 200-step linear warm-up and a cosine
 decay to 5% that ends when `--minutes` of training time are spent (as the preset's budget does), or
 after `--steps` steps if those come first (so a GPU trains the step count that a CPU budget holds),
 in mixed_bfloat16. Batches are padded up to four shapes (all-PAD rows and columns, which add
 nothing to the loss) so that a compiling backend compiles four steps. Every `--eval_every` steps it
 logs the training loss and the held-out cross-entropy; every `--decode_every` steps, and at the
-end, greedy BLEU and chrF on the held-out pairs and on multi30k-test2016 (read only: nothing is
-chosen on either). At every logging point it writes OUT/curve.json, then the weights, in float32,
-to OUT/last.weights.h5 with their step in the file (so a run stopped early keeps those of its last
-logging point); and OUT/model.json. Compiling and decoding come on top of `--minutes`: at hidden
-400 on an H200, a 5.5-minute budget with decoding every 8,000 steps needed more than 560 s in all;
-two runs side by side at hidden 256 on an H100 took 245 s to reach step 4,200 after 80 s of
-training each, most of the rest compiling.
+end (unless it is 0), greedy BLEU and chrF on the held-out pairs and on multi30k-test2016 (read
+only: nothing is chosen on either). At every logging point it writes OUT/curve.json, then the
+weights, in float32, to OUT/last.weights.h5 with their step in the file (so a run stopped early
+keeps those of its last logging point); and OUT/model.json. Compiling and decoding come on top
+of `--minutes`: at hidden 400 on an H200, a 5.5-minute budget with decoding every 8,000 steps
+needed more than 560 s in all; two runs side by side at hidden 256 on an H100 took 245 s to reach
+step 4,200 after 80 s of training each, most of the rest compiling.
 
 `score` (TensorFlow, float32, the CPU) loads those weights into the same model, runs one beam-4
 search over the 500 held-out pairs, takes the length penalty with the best validation BLEU (as
@@ -199,6 +200,32 @@ def learning_rate(step, seconds, budget_seconds, recipe=RECIPE, total_steps=0):
     return recipe["learning_rate"] * warmup * (floor + (1.0 - floor) * cosine)
 
 
+def adam_update(weights, grads, moments, step, lr, weight_decay=0.0, recipe=RECIPE):
+    """One Adam step of `weights` (lists of arrays; numpy or JAX), as `bytenet_tf.training.
+    optimizer.Adam` takes it, after Keras's decoupled weight decay (`weight_decay=` of a Keras
+    optimizer: every variable first shrinks by `lr * weight_decay` of itself).
+
+    Args:
+        weights, grads: lists of arrays of the same shapes.
+        moments: `(first, second)`, the lists of Adam's moment estimates.
+        step: the step number, from 0.
+        lr: the learning rate of this step.
+        weight_decay: the decoupled decay per unit of learning rate (0: none).
+
+    Returns:
+        `(weights, (first, second))` after the step.
+    """
+    beta_1, beta_2 = recipe["adam_beta_1"], recipe["adam_beta_2"]
+    t = step + 1.0
+    alpha = lr * (1.0 - beta_2 ** t) ** 0.5 / (1.0 - beta_1 ** t)
+    first = [m + (1 - beta_1) * (g - m) for m, g in zip(moments[0], grads)]
+    second = [v + (1 - beta_2) * (g * g - v) for v, g in zip(moments[1], grads)]
+    weights = [w - w * (lr * weight_decay) for w in weights]
+    weights = [w - alpha * m / (v ** 0.5 + recipe["adam_epsilon"])
+               for w, m, v in zip(weights, first, second)]
+    return weights, (first, second)
+
+
 def greedy_translate(next_ids, sources, max_length, unfold_a, unfold_b, batch_size=500,
                      round_to=64):
     """Greedy translations of `sources` (bytes) by re-running the model on the whole prefix,
@@ -295,7 +322,7 @@ def train(args):
 
     trainable = [v.value for v in model.trainable_variables]
     fixed = [v.value for v in model.non_trainable_variables]
-    beta_1, beta_2 = RECIPE["adam_beta_1"], RECIPE["adam_beta_2"]
+    decay = jnp.float32(args.weight_decay)
 
     def loss_sums(weights, state, source, target, labels, training=True):
         """`cross_entropy_sums` of a batch (smoothed in training only), and the new
@@ -313,14 +340,11 @@ def train(args):
     def train_step(weights, state, moments, step, lr, source, target, labels):
         (_, (total, count, state)), grads = jax.value_and_grad(mean_objective, has_aux=True)(
             weights, state, source, target, labels)
-        t = (step + 1).astype(jnp.float32)
-        alpha = lr * jnp.sqrt(1.0 - beta_2 ** t) / (1.0 - beta_1 ** t)
-        first, second = moments
-        first = [m + (1 - beta_1) * (g - m) for m, g in zip(first, grads)]
-        second = [v + (1 - beta_2) * (g * g - v) for v, g in zip(second, grads)]
-        weights = [w - alpha * m / (jnp.sqrt(v) + RECIPE["adam_epsilon"])
-                   for w, m, v in zip(weights, first, second)]
-        return weights, state, (first, second), total, count
+        # The decay is an argument, not a constant, so that runs that differ in it alone share
+        # one compiled step (and a persistent compilation cache).
+        weights, moments = adam_update(weights, grads, moments, step.astype(jnp.float32), lr,
+                                       decay)
+        return weights, state, moments, total, count
 
     @jax.jit
     def eval_sums(weights, source, target, labels):
@@ -380,7 +404,7 @@ def train(args):
                  "learning_rate": lr, "epochs": stream.epochs, "train_loss": total / count,
                  "valid_loss": held_out_loss(trainable)}
         tokens, losses = tokens + count, []
-        if step % args.decode_every == 0 or last:
+        if args.decode_every and (step % args.decode_every == 0 or last):
             point["valid_greedy"], _ = greedy_scores(trainable, valid)
             point["test_greedy"], hypotheses = greedy_scores(trainable, test)
             examples = [h.decode("utf-8", "replace") for h in hypotheses[:5]]
@@ -535,10 +559,18 @@ def main():
                              "0.1); the logged losses stay unsmoothed")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval_every", type=int, default=1000)
-    parser.add_argument("--decode_every", type=int, default=5000)
+    parser.add_argument("--decode_every", type=int, default=5000,
+                        help="train: greedy BLEU every this many steps and at the end (0: never)")
+    parser.add_argument("--weight_decay", type=float, default=0.0,
+                        help="train: Keras's decoupled weight decay per unit of learning rate "
+                             "(the preset's: none)")
     args = parser.parse_args()
     if args.command != "prepare" and not args.out:
         raise SystemExit(f"`{args.command}` needs --out.")
+    if not 0.0 <= args.weight_decay < 1.0 / RECIPE["learning_rate"]:
+        raise SystemExit(f"--weight_decay must be in [0, {1.0 / RECIPE['learning_rate']:g}) "
+                         f"(each step shrinks the weights by learning rate x decay); got "
+                         f"{args.weight_decay}.")
     for key in ("dropout_rate", "label_smoothing"):
         if not 0.0 <= getattr(args, key) < 1.0:
             raise SystemExit(f"--{key} must be in [0, 1); got {getattr(args, key)}.")

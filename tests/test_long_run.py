@@ -104,6 +104,25 @@ def test_a_step_count_ends_the_decay_when_it_comes_before_the_budget():
         assert abs(got - expected) < 1e-9, (step, done)
 
 
+@pytest.mark.parametrize("weight_decay", [0.0, 3.0])
+def test_the_update_is_the_trainers_adam_with_keras_weight_decay(weight_decay):
+    from bytenet_tf.training.optimizer import Adam
+
+    rng = np.random.default_rng(5)
+    start = [rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=4).astype(np.float32)]
+    variables = [tf.Variable(w) for w in start]
+    optimizer = Adam(1e-2, beta_2=0.999, epsilon=1e-7, weight_decay=weight_decay or None)
+    weights, moments = start, tuple([np.zeros_like(w) for w in start] for _ in range(2))
+    for step in range(4):
+        grads = [rng.normal(size=w.shape).astype(np.float32) for w in start]
+        optimizer.apply_gradients(zip([tf.constant(g) for g in grads], variables))
+        weights, moments = long_run.adam_update(weights, grads, moments, step, 1e-2, weight_decay)
+        for ours, theirs in zip(weights, variables):
+            np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+    moved = [w - s for w, s in zip(weights, start)]
+    assert min(float(np.abs(m).max()) for m in moved) > 1e-3
+
+
 def test_the_recipe_is_the_text_preset():
     preset = dict(train_config.DEFAULTS, **train_config.PRESETS["text"])
     for key in ("model", "hidden_size", "dropout_rate", "label_smoothing", "learning_rate",
