@@ -508,7 +508,7 @@ class FusedAdamTest(tf.test.TestCase):
     def test_matches_keras_adam(self):
         import keras
         from bytenet_tf.training.optimizer import Adam
-        for kwargs in ({}, {"clipnorm": 0.5}, {"amsgrad": True}):
+        for kwargs in ({}, {"clipnorm": 0.5}, {"amsgrad": True}, {"weight_decay": 2.0}):
             ours, theirs = self._run(Adam, **kwargs), self._run(keras.optimizers.Adam, **kwargs)
             for got, want in zip(ours, theirs):
                 self.assertAllClose(got, want, rtol=1e-5, atol=1e-6)
@@ -521,6 +521,27 @@ class FusedAdamTest(tf.test.TestCase):
         optimizer = make_optimizer(
             resolve(TrainConfig(adam_beta_2=0.99, adam_epsilon=0.01)), "float32")
         self.assertEqual((optimizer.beta_2, optimizer.epsilon), (0.99, 0.01))
+
+    def test_weight_decay_shrinks_each_weight_by_rate_times_decay(self):
+        import keras
+        from bytenet_tf.training.config import resolve
+        # A zero gradient leaves Adam's own update at zero: the decay alone moves the weights.
+        config = resolve(TrainConfig(weight_decay=5.0, learning_rate=0.01, warmup_steps=0,
+                                     decay_learning_rate=False))
+        optimizer = make_optimizer(config, "float32")
+        start = np.array([[1.5, -2.0], [0.25, 4.0]], np.float32)
+        variable = keras.Variable(start)
+        for _ in range(3):
+            optimizer.apply([tf.zeros_like(start)], [variable])
+        self.assertAllClose(variable.numpy(), start * (1 - 0.01 * 5.0) ** 3, rtol=1e-6)
+        self.assertIsNone(make_optimizer(resolve(TrainConfig()), "float32").weight_decay)
+
+    def test_weight_decay_out_of_range_names_the_value(self):
+        from bytenet_tf.training.config import resolve
+        for decay in (-0.1, 1000.0):
+            with self.assertRaisesRegex(ConfigError, f"below 1 / learning_rate .*weight_decay="
+                                                     f"{decay}"):
+                resolve(TrainConfig(weight_decay=decay, learning_rate=2e-3))
 
     def test_trainer_uses_it(self):
         from bytenet_tf.training.config import resolve

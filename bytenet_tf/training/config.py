@@ -157,6 +157,9 @@ class TrainConfig:
     decay_learning_rate: bool = option(True, "False keeps the rate constant after the warm-up, "
                                        "whatever the schedule.")
     clip_norm: float = option(0.0, "Clip each replica's gradient to this norm; 0 for none.")
+    weight_decay: float = option(0.0, "Decoupled weight decay (Keras's weight_decay=, as in "
+                                 "AdamW): each step first shrinks every weight by learning rate "
+                                 "x weight_decay of itself; 0 for none.")
     adam_beta_2: float = option(0.999, "Adam's beta_2 (the SNN paper used 0.99 for SELU nets).")
     adam_epsilon: float = option(1e-7, "Adam's epsilon (the SNN paper used 0.01 for SELU nets).")
     precision: str = option("auto", "Precision policy.", choices=devices.PRECISIONS)
@@ -242,6 +245,11 @@ def resolve(config):
     if resolved.learning_rate <= 0:
         raise ConfigError(f"`learning_rate` must be > 0. Received: "
                          f"learning_rate={resolved.learning_rate}")
+    if not 0 <= resolved.weight_decay * resolved.learning_rate < 1:
+        raise ConfigError(
+            "`weight_decay` must be >= 0 and below 1 / learning_rate "
+            f"({1 / resolved.learning_rate:g}): each step shrinks the weights by learning_rate x "
+            f"weight_decay of themselves. Received: weight_decay={resolved.weight_decay}")
     return resolved
 
 

@@ -44,7 +44,7 @@ class Adam(keras.optimizers.Adam):
 
 def make_optimizer(config, policy, progress=None):
     """bytenet-train's optimizer: `Adam` with the schedule of `config` (`make_schedule`),
-    gradient clipping, and loss scaling under `mixed_float16`.
+    gradient clipping, decoupled weight decay, and loss scaling under `mixed_float16`.
 
     Args:
         config: a resolved `TrainConfig`.
@@ -53,7 +53,8 @@ def make_optimizer(config, policy, progress=None):
     """
     optimizer = Adam(
         make_schedule(config, progress),
-        beta_2=config.adam_beta_2, epsilon=config.adam_epsilon, clipnorm=config.clip_norm or None)
+        beta_2=config.adam_beta_2, epsilon=config.adam_epsilon, clipnorm=config.clip_norm or None,
+        weight_decay=config.weight_decay or None)
     if policy == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
