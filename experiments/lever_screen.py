@@ -48,13 +48,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+from experiments.long_run import adam_update  # noqa: E402
+
 RECIPE = dict(hidden_size=400, num_stacks=3, label_smoothing=0.0, learning_rate=2e-3,
               warmup_steps=200, floor=0.05, batch_size=32, steps=3000, seed=0, ema_decay=0.999)
 MODEL_KEYS = ("hidden_size", "num_stacks", "dropout_rate", "source_blind", "branch_weight")
 TRAIN_MAX_LENGTH = 200  # bytes per side, as the text preset's train_max_length
 VALID_PAIRS, SPLIT_SEED = 500, 13  # experiments/translator.py's held-out split
 CAPTIONS = b"multi30k"  # the prefix of the caption lines' origin in train.origin
-ADAM = dict(beta_1=0.9, beta_2=0.999, epsilon=1e-7)
+ADAM = dict(adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-7)  # long_run.adam_update's keys
 
 
 def parse_setting(text):
@@ -195,12 +197,8 @@ def make_functions(model, values):
         trainable, non_trainable, m, v, average, t = state
         (smoothed, (non_trainable, plain, count)), grads = jax.value_and_grad(
             objective, has_aux=True)(trainable, non_trainable, features, labels)
+        trainable, (m, v) = adam_update(trainable, grads, (m, v), t, lr, recipe=ADAM)
         t1 = t + 1.0
-        alpha = lr * jnp.sqrt(1.0 - ADAM["beta_2"] ** t1) / (1.0 - ADAM["beta_1"] ** t1)
-        m = [mi + (1 - ADAM["beta_1"]) * (g - mi) for mi, g in zip(m, grads)]
-        v = [vi + (1 - ADAM["beta_2"]) * (g * g - vi) for vi, g in zip(v, grads)]
-        trainable = [w - alpha * mi / (jnp.sqrt(vi) + ADAM["epsilon"])
-                     for w, mi, vi in zip(trainable, m, v)]
         d = jnp.minimum(decay, (1.0 + t) / (10.0 + t))  # t earlier updates, as ema.py
         average = [d * a + (1.0 - d) * w for a, w in zip(average, trainable)]
         return (trainable, non_trainable, m, v, average, t1), smoothed, plain, count

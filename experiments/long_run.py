@@ -506,9 +506,7 @@ def score(args):
         bound)
     print(f"{TEST_SET}: beam 4 BLEU {beam['bleu']:.2f} chrF {beam['chrf']:.2f}; greedy BLEU "
           f"{greedy['bleu']:.2f} chrF {greedy['chrf']:.2f}", flush=True)
-    trained_by = "KERAS_BACKEND=jax python experiments/long_run.py train " + " ".join(
-        f"--{key}={value}" for key, value in sorted(run["args"].items())
-        if key not in ("command", "data", "out", "name", "trained_at") and value != 0)
+    trained_by = training_command(run["args"])
     plot_curve(args.name, curve, os.path.join(RESULTS, f"long_run_{args.name}.png"))
     path = write_results(f"long_run_{args.name}", {
         "command": f"python experiments/long_run.py score --name={args.name}",
@@ -529,7 +527,17 @@ def score(args):
     print(f"wrote {path}")
 
 
-def main():
+def training_command(run_args):
+    """The `train` command line of a run's recorded arguments (curve.json's `args`): every flag
+    whose value differs from this script's default, without the paths."""
+    defaults = vars(build_parser().parse_args(["train", "--data=-"]))
+    flags = " ".join(f"--{key}={value}" for key, value in sorted(run_args.items())
+                     if key not in ("command", "data", "out", "name", "trained_at")
+                     and value != defaults.get(key))
+    return f"KERAS_BACKEND=jax python experiments/long_run.py train {flags}".rstrip()
+
+
+def build_parser():
     from bytenet_tf.layers.cross_attention import CROSS_ATTENTION
 
     parser = argparse.ArgumentParser(description=__doc__,
@@ -564,7 +572,11 @@ def main():
     parser.add_argument("--weight_decay", type=float, default=0.0,
                         help="train: Keras's decoupled weight decay per unit of learning rate "
                              "(the preset's: none)")
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = build_parser().parse_args()
     if args.command != "prepare" and not args.out:
         raise SystemExit(f"`{args.command}` needs --out.")
     if not 0.0 <= args.weight_decay < 1.0 / RECIPE["learning_rate"]:
