@@ -212,3 +212,40 @@ class StepsSectionTest(tf.test.TestCase):
         self.assertTrue(rows[1].startswith("| `a` | 6,536 (25,500, ended by the deadline) |"))
         self.assertIn("`python t --name=<name> --steps=<steps> --dropout=<dropout>` per run",
                       "\n".join(lines))
+
+
+class WeightDecaySectionTest(tf.test.TestCase):
+
+    @staticmethod
+    def _result(decay, steps, valid_losses, asked=12000, bleu=22.0):
+        flags = f" --weight_decay={decay}" if decay else ""
+        curve = [{"step": 1000 * (i + 1), "train_loss": 1.0 - 0.01 * i, "valid_loss": loss}
+                 for i, loss in enumerate(valid_losses)]
+        curve[-1]["step"] = steps
+        return {"trained_by": f"python t train --steps={asked}{flags}", "trained_at": "abc",
+                "trained_on": "a GPU", "commit": "def", "weights_step": steps,
+                "reached_budget": True, "curve": curve,
+                "validation_by_length_penalty": {"1.0": {"bleu": 12.5, "chrf": 32.0}},
+                "test_beam4": {"bleu": bleu, "chrf": 42.0, "length_penalty": 1.0},
+                "test_greedy": {"bleu": 20.0, "chrf": 40.0}}
+
+    def test_rows_are_ordered_by_decay_with_the_lowest_held_out_loss_and_cut_runs(self):
+        from experiments.reports import steps
+
+        results = {"long_run_wd0.1": self._result(0.1, 3000, [1.3, 1.1, 1.05], asked=3000,
+                                                  bleu=22.72),
+                   "long_run_wd0": self._result(0, 3000, [1.3, 1.0, 1.09], asked=3000),
+                   "long_run_wd0.3": self._result(0.3, 2800, [1.4, 1.2, 1.15], asked=3000)}
+        with tempfile.TemporaryDirectory() as folder, mock.patch.object(steps, "DOCS", folder):
+            os.makedirs(os.path.join(folder, "results"))
+            lines = steps.weight_decay_section(results)
+            self.assertTrue(os.path.exists(os.path.join(folder, "results",
+                                                        "weight_decay_steps.png")))
+        rows = [line for line in lines if line.startswith("| `")]
+        self.assertEqual([row.split("`")[1] for row in rows],
+                         ["long_run_wd0", "long_run_wd0.1", "long_run_wd0.3"])
+        self.assertEqual(rows[0], "| `long_run_wd0` | 0 | 3,000 | 0.980 | 1.0900 (1.0000, 2,000) "
+                                  "| 12.50 | 22.00 (42.0) | 20.00 (40.0) |")
+        self.assertIn("| 0.1 | 3,000 | 0.980 | 1.0500 (1.0500, 3,000) | 12.50 | 22.72 (42.0) |",
+                      rows[1])
+        self.assertIn("| 0.3 | 2,800 of 3,000, ended by its --minutes |", rows[2])
