@@ -194,7 +194,9 @@ class StepsSectionTest(tf.test.TestCase):
                 "blind": self._cpu_run(4914, source_blind=True),
                 "dropout": self._cpu_run(4800, dropout_rate=0.1),
                 "wide": self._cpu_run(3000, hidden_size=400),
-                "attention": self._cpu_run(4000, cross_attention="branch")}
+                "attention": self._cpu_run(4000, cross_attention="branch"),
+                "decay": self._cpu_run(4000)}
+        runs["decay"]["effective_config"]["weight_decay"] = 0.03
         self.assertEqual(list(steps.preset_cpu_runs(runs)), ["preset"])
 
     def test_each_gpu_run_shows_its_steps_and_whether_the_deadline_ended_it(self):

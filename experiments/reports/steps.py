@@ -139,9 +139,9 @@ def weight_decay_section(results):
              "scored on the CPU in float32 (beam 4 with the length penalty of the best BLEU on "
              "the 500 held-out pairs). Held-out: teacher-forced nats per byte on those 500 "
              "pairs (captions, Tatoeba, news). One seed (0) per row, the same batches for all.",
-             "", "| run | weight decay | steps | train loss, last 1,000 steps | held-out loss: "
-             "end (lowest, at step) | held-out BLEU, beam 4 | multi30k-test2016 BLEU (chrF), "
-             "beam 4 | greedy |", "|---|---|---|---|---|---|---|---|"]
+             "", "| run | weight decay | steps | train loss since the previous log | held-out "
+             "loss: end (lowest, at step) | held-out BLEU, beam 4 | multi30k-test2016 BLEU "
+             "(chrF), beam 4 | greedy |", "|---|---|---|---|---|---|---|---|"]
     figure, axes = plt.subplots(figsize=(6, 3.6), dpi=90)
     for name, result in runs:
         curve, decay = result["curve"], trained_flag(result, "weight_decay")

@@ -344,8 +344,9 @@ def long_run_section(results):
     lines = ["### Past the CPU budget", "",
              "`experiments/long_run.py`: the text preset's model and training math (its "
              "token-budget batches, Adam, a cosine decay that ends with the time budget, "
-             "mixed_bfloat16, dropout 0 and no label smoothing unless the command that trained "
-             "it sets them) under JAX on a GPU, for more steps than 2 CPU hours "
+             "mixed_bfloat16, and the dropout, label smoothing and weight decay of long_run.py's "
+             "defaults at the commit that trained it unless its command sets others) under JAX "
+             "on a GPU, for more steps than 2 CPU hours "
              "hold; held-out loss on the 500 held-out pairs (captions, Tatoeba, news), greedy "
              "BLEU on the device on the way (read only), and the weights scored afterwards on "
              "the CPU with TensorFlow as bytenet-train scores its export (beam 4, the length "
