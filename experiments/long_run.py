@@ -10,7 +10,7 @@ on a GPU) for longer than a CPU run holds, then scored on TensorFlow as the reci
 TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
-with the preset's overrides (dropout 0, label smoothing 0.1, no weight decay; `--dropout_rate`,
+with the preset's overrides (dropout 0, label smoothing 0.1, weight decay 0.03; `--dropout_rate`,
 `--label_smoothing` and `--weight_decay` screen other amounts of regularization,
 `--cross_attention` the zoo's readout of the encoder output), pairs whose sides are shorter
 than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
@@ -59,7 +59,7 @@ from pipelines.byte_codec import BOS_ID, BYTE_OFFSET, EOS_ID, PAD_ID  # noqa: E4
 TEST_SET = "multi30k-test2016"
 # The `text` preset's values (bytenet_tf.training.config.PRESETS["text"]); tests check them.
 RECIPE = dict(model="bytenet_selu", hidden_size=256, dropout_rate=0.0, label_smoothing=0.1,
-              learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05,
+              weight_decay=0.03, learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05,
               tokens_per_batch=2560, train_max_length=200,
               adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-7)
 # Padded shapes of the training batches: lengths up to each edge share one shape.
@@ -529,11 +529,12 @@ def score(args):
 
 def training_command(run_args):
     """The `train` command line of a run's recorded arguments (curve.json's `args`): every flag
-    whose value differs from this script's default, without the paths."""
+    whose value differs from this script's default, without the paths, and the weight decay
+    always, since its default (the preset's) is not the same at every commit."""
     defaults = vars(build_parser().parse_args(["train", "--data=-"]))
     flags = " ".join(f"--{key}={value}" for key, value in sorted(run_args.items())
                      if key not in ("command", "data", "out", "name", "trained_at")
-                     and value != defaults.get(key))
+                     and (value != defaults.get(key) or key == "weight_decay"))
     return f"KERAS_BACKEND=jax python experiments/long_run.py train {flags}".rstrip()
 
 
@@ -569,9 +570,9 @@ def build_parser():
     parser.add_argument("--eval_every", type=int, default=1000)
     parser.add_argument("--decode_every", type=int, default=5000,
                         help="train: greedy BLEU every this many steps and at the end (0: never)")
-    parser.add_argument("--weight_decay", type=float, default=0.0,
+    parser.add_argument("--weight_decay", type=float, default=RECIPE["weight_decay"],
                         help="train: Keras's decoupled weight decay per unit of learning rate "
-                             "(the preset's: none)")
+                             "(the preset's: 0.03; 0 for none)")
     return parser
 
 

@@ -123,19 +123,20 @@ def test_the_update_is_the_trainers_adam_with_keras_weight_decay(weight_decay):
     assert min(float(np.abs(m).max()) for m in moved) > 1e-3
 
 
-def test_the_recorded_training_command_keeps_every_flag_off_its_default():
+def test_the_recorded_training_command_keeps_every_flag_off_its_default_and_the_decay():
     args = vars(long_run.build_parser().parse_args(
-        ["train", "--data=d", "--out=o", "--decode_every=0", "--steps=12000",
-         "--weight_decay=0.03"]))
+        ["train", "--data=d", "--out=o", "--decode_every=0", "--steps=12000"]))
     assert long_run.training_command(args) == (
         "KERAS_BACKEND=jax python experiments/long_run.py train --decode_every=0 --steps=12000 "
         "--weight_decay=0.03")
+    args["weight_decay"] = 0.0
+    assert long_run.training_command(args).endswith("--steps=12000 --weight_decay=0.0")
 
 
 def test_the_recipe_is_the_text_preset():
     preset = dict(train_config.DEFAULTS, **train_config.PRESETS["text"])
-    for key in ("model", "hidden_size", "dropout_rate", "label_smoothing", "learning_rate",
-                "warmup_steps", "tokens_per_batch", "train_max_length"):
+    for key in ("model", "hidden_size", "dropout_rate", "label_smoothing", "weight_decay",
+                "learning_rate", "warmup_steps", "tokens_per_batch", "train_max_length"):
         assert long_run.RECIPE[key] == preset[key], key
     fields = {field.name: field.default for field in
               dataclasses.fields(train_config.TrainConfig)}

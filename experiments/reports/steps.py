@@ -15,9 +15,9 @@ from experiments.reports.common import DOCS, results_named  # noqa: E402
 
 
 def preset_cpu_runs(translator_runs):
-    """The runs of the smoothed text preset (hidden 256, 3 stacks, 2,560-byte batches, label
-    smoothing 0.1, no dropout, reading the source) among `translator_runs` (translator_*.json
-    by name without `translator_`)."""
+    """The runs of the smoothed text preset without weight decay (hidden 256, 3 stacks, 2,560-byte
+    batches, label smoothing 0.1, no dropout, reading the source), as the GPU runs trained,
+    among `translator_runs` (translator_*.json by name without `translator_`)."""
     runs = {}
     for name, result in translator_runs.items():
         config = result.get("effective_config") or {}
@@ -46,12 +46,13 @@ def steps_limit_section(results, translator_runs):
     lines = ["### How BLEU moves with steps: the preset trained further on a GPU", "",
              f"`{trained_by}` per run, on {first['training_machine']}; then "
              f"`{scored_by}` on the {first['scored_on']}, in float32, at "
-             f"{first['commit']}. `python experiments/long_run.py train --steps=<steps>` "
-             "trains the same way (with 4 padded shapes rather than 8, and greedy decoding on "
-             "the device as it goes). Each run is the `text` preset's model, objective, schedule "
-             "and batches under Keras's JAX backend in mixed_bfloat16; its cosine ends at its "
-             "last step (the deadline's, where the deadline came first, as a time budget ends "
-             "it). Held-out: the 477 of the 500 held-out pairs that fit 200 bytes, "
+             f"{first['commit']}. `python experiments/long_run.py train --steps=<steps> "
+             "--weight_decay=0` trains the same way (with 4 padded shapes rather than 8, and "
+             "greedy decoding on the device as it goes). Each run is the `text` preset's model, "
+             "objective without its weight decay, schedule and batches under Keras's JAX "
+             "backend in mixed_bfloat16; its cosine ends at its last step (the deadline's, "
+             "where the deadline came first, as a time budget ends it). Held-out: the 477 of "
+             "the 500 held-out pairs that fit 200 bytes, "
              "teacher-forced, unsmoothed nats per byte, as the training backend logged it and "
              "as TensorFlow computes it for the reloaded weights. One seed (0) per row.", "",
              "| run | steps (asked) | dropout | train loss, last logged 1,000 steps | "
@@ -68,7 +69,8 @@ def steps_limit_section(results, translator_runs):
             f"{run['length_penalty']['value']:g} | {_bleu(test['beam4'])} | "
             f"{_bleu(test['greedy'])} |")
     cpu = preset_cpu_runs(translator_runs)
-    lines += ["", "The CPU runs of the same preset (`experiments/translator.py`, "
+    lines += ["", "The CPU runs of the same settings, without weight decay "
+              "(`experiments/translator.py`, "
               "bytenet-train itself, on the CPU named; its findings entry says what, if "
               "anything, ran beside each):", "",
               "| run | steps | CPU, precision | BLEU (chrF), beam 4 | greedy |",
