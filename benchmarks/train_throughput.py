@@ -7,7 +7,10 @@ Times bytenet-train's train step and optimizer (the binary's) on batches of real
 text from ../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed
 steps, and reports the median step time.
 FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
-the same precision, measured in the same run. The last line printed is one JSON object.
+the same precision, measured in the same run, under the same thread settings: with
+TF_NUM_INTRAOP_THREADS=1 it is one core's, so the share of peak compares between runs only at
+TensorFlow's default threading (the JSON's `thread_env` names any such variable set, and a note
+says so). The last line printed is one JSON object.
 """
 
 import argparse
@@ -40,6 +43,15 @@ def significant(value, digits=6):
 
 # The matmul dtype whose peak a step in each precision is measured against.
 PEAK_DTYPES = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
+
+
+# TensorFlow's thread-pool sizes: the step and the peak both run under them.
+THREAD_VARIABLES = ("TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS")
+
+
+def thread_settings(environ=os.environ):
+    """The thread-pool sizes set in `environ`, by variable; {} at TensorFlow's default."""
+    return {name: environ[name] for name in THREAD_VARIABLES if environ.get(name)}
 
 
 def matmul_peak(dtype, size=4096, repeats=10):
@@ -132,11 +144,17 @@ def main():
         "target_bytes_per_s": significant(args.batch_size * args.length / seconds),
         "gflop_per_step": significant(step_flops / 1e9), "gflop_per_s": significant(achieved),
         "matmul_peak_gflop_per_s": significant(peak), "fraction_of_peak": significant(achieved / peak),
+        "thread_env": thread_settings(),
     }
     print(f"{args.model} h{args.hidden_size} x{args.num_stacks} stacks, {args.batch_size}x"
           f"{args.length} bytes, {args.precision}: {seconds * 1000:.1f} ms/step, "
           f"{result['target_bytes_per_s']:.0f} target bytes/s, {achieved:.1f} GFLOP/s = "
           f"{100 * achieved / peak:.1f}% of the {peak:.0f} GFLOP/s matmul peak")
+    if result["thread_env"]:
+        # With one intra-op thread the peak is one core's, while inter-op work still uses more.
+        print(f"Note: {result['thread_env']} is set, and the matmul peak was measured under it "
+              "too: this share of peak compares with other runs only at TensorFlow's default "
+              "threading.")
     print(json.dumps(result))
 
 

@@ -44,6 +44,8 @@ def _commands(folder):
     float32 = TINY + ["--precision=float32"]
     runs = {
         "train_throughput": (_script("train_throughput.py", *float32, "--dropout_rate=0"), env),
+        "train_throughput_one_thread": (_script("train_throughput.py", *float32),
+                                        dict(env, TF_NUM_INTRAOP_THREADS="1")),
         "residual_gate_cost": (_script("residual_gate_cost.py", *float32, "--rounds=3"), env),
         "fused_kernels_cost": (_script("fused_kernels_cost.py", *float32, "--rounds=3"), env),
         "profile_train_step": (_script("profile_train_step.py", *float32,
@@ -95,6 +97,15 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         self.assertGreater(result["matmul_peak_gflop_per_s"], result["gflop_per_s"])
         self.assertAlmostEqual(result["fraction_of_peak"],
                                result["gflop_per_s"] / result["matmul_peak_gflop_per_s"], places=2)
+
+    def test_train_throughput_names_the_thread_setting_its_peak_ran_under(self):
+        result = _last_json("train_throughput_one_thread")
+        self.assertEqual(result["thread_env"], {"TF_NUM_INTRAOP_THREADS": "1"})
+        self.assertIn("compares with other runs only at TensorFlow's default threading",
+                      _runs["train_throughput_one_thread"].stdout)
+        self.assertEqual(_last_json("train_throughput")["thread_env"], {
+            name: os.environ[name] for name in ("TF_NUM_INTEROP_THREADS", "TF_NUM_INTRAOP_THREADS")
+            if os.environ.get(name)})
 
     def test_residual_gate_cost_alternates_rounds_and_reports_their_median(self):
         result = _last_json("residual_gate_cost")
