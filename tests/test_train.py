@@ -187,6 +187,38 @@ class TrainEndToEndTest(tf.test.TestCase):
         with open(os.path.join(model_dir, "config.json"), "rb") as f:
             self.assertEqual(f.read(), stored, "a refused run leaves config.json as it was")
 
+    def test_changed_training_settings_in_same_model_dir_are_refused(self):
+        from bytenet_tf import train
+
+        model_dir = self.get_temp_dir() + "/changed_training"
+        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                    model_dir=model_dir, export=False, checkpoint_every=2, **TINY)
+        trainer.train_and_evaluate(TrainConfig(train_steps=2, weight_decay=0.0, **base))
+        path = os.path.join(model_dir, "config.json")
+        with open(path, "rb") as f:
+            stored = f.read()
+        with self.assertRaises(ConfigError) as raised:
+            trainer.train_and_evaluate(TrainConfig(train_steps=4, weight_decay=0.03,
+                                                   learning_rate=5e-4, **base))
+        message = str(raised.exception)
+        for part in ("holds a run trained with other settings",
+                     "weight_decay: 0.0 there, 0.03 now",
+                     "learning_rate: 0.003 there, 0.0005 now"):
+            self.assertIn(part, message)
+        self.assertNotIn("another model", message)
+        self.assertIn("resume it with --learning_rate=0.003 --weight_decay=0.0",
+                      train.flag_message(message))
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), stored, "a refused run leaves config.json as it was")
+        # A config.json written before a setting existed does not record it: not checked.
+        recorded = json.loads(stored)
+        del recorded["weight_decay"]
+        with open(path, "w") as f:
+            json.dump(recorded, f)
+        resumed = trainer.train_and_evaluate(TrainConfig(train_steps=4, weight_decay=0.03,
+                                                         **base))
+        self.assertEqual(resumed["step"], 4)
+
     def test_binary_refuses_another_branch_weight_and_keeps_config_json(self):
         model_dir = self.get_temp_dir() + "/changed_binary"
         first = subprocess.run(_train_command(model_dir, "--train_steps=2", "--export=false"),

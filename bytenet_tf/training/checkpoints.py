@@ -8,8 +8,8 @@ where TensorFlow can save it, the data iterator (see `bytenet_tf.training.stream
   `config.json` (`model_config`).
 - `average_checkpoints(model, paths)`: the mean of several checkpoints' weights.
 - `stored_config(model_dir)`: the `config.json` an earlier run in `model_dir` wrote.
-- `check_resumable(model_dir, stored, model_config)`: refuses to resume a `model_dir` as another
-  model.
+- `check_resumable(model_dir, stored, model_config, training)`: refuses to resume a `model_dir`
+  as another model, or with other training settings.
 """
 
 import json
@@ -23,6 +23,15 @@ from pipelines.options import ConfigError
 # Settings of the model's config that may change between the runs of one model_dir: they
 # change how it is computed, not what it is.
 RESUMABLE_CHANGES = ("dtype",)
+
+# Settings of the run's optimizer, objective and batch stream. A resumed run ends with the
+# weights of one that never stopped only if they keep their values, so a changed one is refused
+# as a changed model is. The budget (`time_budget_seconds`, `train_steps`) may change.
+TRAINING_SETTINGS = ("learning_rate", "warmup_steps", "schedule", "learning_rate_floor",
+                     "decay_learning_rate", "weight_decay", "adam_beta_2", "adam_epsilon",
+                     "clip_norm", "label_smoothing", "ema_decay", "batch_size",
+                     "tokens_per_batch", "train_max_length", "bucketing", "shuffle_buffer",
+                     "unicode_normalization")
 
 
 def _dropout_seeds(model):
@@ -144,29 +153,52 @@ def stored_config(model_dir):
         return json.load(f)
 
 
-def check_resumable(model_dir, stored, model_config):
-    """Refuses to resume `model_dir` as a model other than the one its `config.json` records.
+def _differences(stored, now, keys):
+    """`key: <stored> there, <now> now` for each of `keys` whose two values differ."""
+    return [f"{key}: {stored.get(key)!r} there, {now.get(key)!r} now" for key in sorted(keys)
+            if stored.get(key) != now.get(key)]
+
+
+def check_resumable(model_dir, stored, model_config, training=None):
+    """Refuses to resume `model_dir` as another model, or with other training settings.
 
     Every setting of the model's config counts (the zoo name, sizes, dilations, dropout, the
-    residual branch, the seed, ...), except `RESUMABLE_CHANGES`.
+    residual branch, the seed, ...), except `RESUMABLE_CHANGES`; so does every
+    `TRAINING_SETTINGS` value that the earlier run's `config.json` records (one written before
+    a setting existed does not record it, and that setting is not checked).
 
     Args:
         model_dir: the run's folder, for the message.
         stored: its `stored_config`; nothing is checked when it records no model.
         model_config: `get_config()` of the model this run built.
+        training: this run's resolved `TrainConfig` values by name (at least
+            `TRAINING_SETTINGS`), or None to check the model only.
 
     Raises:
-        ConfigError: the settings differ; the message names every one, with both values.
+        ConfigError: the settings differ; the message names every one, with both values, and
+            the values that resume the run.
     """
-    stored = stored.get("model_config")
-    if not stored:
+    stored_model = stored.get("model_config")
+    if not stored_model:
         return
     # JSON has no tuples: compare what both sides would write.
     now = json.loads(json.dumps(model_config, default=str))
-    different = sorted(key for key in set(stored) | set(now)
-                       if key not in RESUMABLE_CHANGES and stored.get(key) != now.get(key))
-    if different:
-        changes = "; ".join(f"{key}: {stored.get(key)!r} there, {now.get(key)!r} now"
-                            for key in different)
-        raise ConfigError(f"model_dir={model_dir} holds a run of another model ({changes}). "
-                          "Resume it with the same settings, or choose a new `model_dir`.")
+    model_changes = _differences(stored_model, now, (set(stored_model) | set(now))
+                                 - set(RESUMABLE_CHANGES))
+    training_changes = []
+    if training is not None:
+        now_training = json.loads(json.dumps(
+            {key: training[key] for key in TRAINING_SETTINGS}, default=str))
+        recorded = [key for key in TRAINING_SETTINGS if key in stored]
+        training_changes = _differences(stored, now_training, recorded)
+    if model_changes:
+        raise ConfigError(f"model_dir={model_dir} holds a run of another model "
+                          f"({'; '.join(model_changes + training_changes)}). Resume it with the "
+                          "same settings, or choose a new `model_dir`.")
+    if training_changes:
+        keys = [change.split(":", 1)[0] for change in training_changes]
+        same = " ".join(f"{key}={stored[key]}" for key in keys if stored[key] is not None)
+        raise ConfigError(f"model_dir={model_dir} holds a run trained with other settings "
+                          f"({'; '.join(training_changes)}). A resumed run keeps the settings it "
+                          f"began with: resume it with {same or 'those settings'}, or choose a "
+                          "new `model_dir`.")
