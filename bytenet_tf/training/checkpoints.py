@@ -153,10 +153,14 @@ def stored_config(model_dir):
         return json.load(f)
 
 
-def _differences(stored, now, keys):
-    """`key: <stored> there, <now> now` for each of `keys` whose two values differ."""
-    return [f"{key}: {stored.get(key)!r} there, {now.get(key)!r} now" for key in sorted(keys)
-            if stored.get(key) != now.get(key)]
+def _changed(stored, now, keys):
+    """The keys among `keys` whose values differ between the dicts `stored` and `now`, sorted."""
+    return sorted(key for key in keys if stored.get(key) != now.get(key))
+
+
+def _describe(stored, now, keys):
+    """`key: <stored> there, <now> now` for each of `keys`."""
+    return [f"{key}: {stored.get(key)!r} there, {now.get(key)!r} now" for key in keys]
 
 
 def check_resumable(model_dir, stored, model_config, training=None):
@@ -183,21 +187,21 @@ def check_resumable(model_dir, stored, model_config, training=None):
         return
     # JSON has no tuples: compare what both sides would write.
     now = json.loads(json.dumps(model_config, default=str))
-    model_changes = _differences(stored_model, now, (set(stored_model) | set(now))
-                                 - set(RESUMABLE_CHANGES))
-    training_changes = []
+    model_changes = _describe(stored_model, now, _changed(
+        stored_model, now, (set(stored_model) | set(now)) - set(RESUMABLE_CHANGES)))
+    changed, now_training = [], {}
     if training is not None:
         now_training = json.loads(json.dumps(
             {key: training[key] for key in TRAINING_SETTINGS}, default=str))
-        recorded = [key for key in TRAINING_SETTINGS if key in stored]
-        training_changes = _differences(stored, now_training, recorded)
+        changed = _changed(stored, now_training, [key for key in TRAINING_SETTINGS
+                                                   if key in stored])
+    training_changes = _describe(stored, now_training, changed)
     if model_changes:
         raise ConfigError(f"model_dir={model_dir} holds a run of another model "
                           f"({'; '.join(model_changes + training_changes)}). Resume it with the "
                           "same settings, or choose a new `model_dir`.")
     if training_changes:
-        keys = [change.split(":", 1)[0] for change in training_changes]
-        same = " ".join(f"{key}={stored[key]}" for key in keys if stored[key] is not None)
+        same = " ".join(f"{key}={stored[key]}" for key in changed if stored[key] is not None)
         raise ConfigError(f"model_dir={model_dir} holds a run trained with other settings "
                           f"({'; '.join(training_changes)}). A resumed run keeps the settings it "
                           f"began with: resume it with {same or 'those settings'}, or choose a "

@@ -128,10 +128,9 @@ def train_and_evaluate(config, prepare_model=None):
     with strategy.scope():
         model, optimizer, step, clock, average = _build(config, policy, ops_policy)
     if chief:
-        checkpoints.check_resumable(config.model_dir, stored, model.get_config(),
-                                    dataclasses.asdict(config))
-        os.makedirs(config.model_dir, exist_ok=True)
         values = dataclasses.asdict(config)
+        checkpoints.check_resumable(config.model_dir, stored, model.get_config(), values)
+        os.makedirs(config.model_dir, exist_ok=True)
         values.update(effective_precision=policy, precision_reason=reason,
                       effective_strategy=strategy_description, effective_ops_policy=ops_policy,
                       ops_policy_reason=ops_reason, model_config=model.get_config())
