@@ -123,11 +123,12 @@ def test_the_update_is_the_trainers_adam_with_keras_weight_decay(weight_decay):
     assert min(float(np.abs(m).max()) for m in moved) > 1e-3
 
 
-def test_the_recorded_training_command_keeps_every_flag_off_its_default_and_the_decay():
+def test_the_recorded_training_command_keeps_every_flag_off_its_default_and_the_presets():
     args = vars(long_run.build_parser().parse_args(
         ["train", "--data=d", "--out=o", "--decode_every=0", "--steps=12000"]))
     assert long_run.training_command(args) == (
-        "KERAS_BACKEND=jax python experiments/long_run.py train --decode_every=0 --steps=12000 "
+        "KERAS_BACKEND=jax python experiments/long_run.py train --decode_every=0 "
+        "--dropout_rate=0.0 --hidden_size=256 --label_smoothing=0.1 --steps=12000 "
         "--weight_decay=0.03")
     args["weight_decay"] = 0.0
     assert long_run.training_command(args).endswith("--steps=12000 --weight_decay=0.0")

@@ -219,6 +219,68 @@ class TrainEndToEndTest(tf.test.TestCase):
                                                          **base))
         self.assertEqual(resumed["step"], 4)
 
+    def test_other_training_data_in_same_model_dir_is_refused(self):
+        from bytenet_tf import train
+
+        model_dir = self.get_temp_dir() + "/changed_data"
+        first_dir, moved_dir = (os.path.join(self.get_temp_dir(), name)
+                                for name in ("data_first", "data_moved"))
+        os.makedirs(first_dir)
+        lines = {"de": [b"eins zwei", b"drei", b"vier f\xc3\xbcnf"] * 4,
+                 "en": [b"one two", b"three", b"four five"] * 4}
+        for lang, text in lines.items():
+            with open(os.path.join(first_dir, f"p.{lang}"), "wb") as f:
+                f.write(b"\n".join(text) + b"\n")
+
+        def spec(folder):
+            de, en = os.path.join(folder, "p.de"), os.path.join(folder, "p.en")
+            return datasets.DataSpec(dataset="text", source_file=de, target_file=en,
+                                     valid_source_file=de, valid_target_file=en)
+
+        base = dict(model_dir=model_dir, export=False, checkpoint_every=2, **TINY)
+        trainer.train_and_evaluate(TrainConfig(data=spec(first_dir), train_steps=2, **base))
+        path = os.path.join(model_dir, "config.json")
+        with open(path, "rb") as f:
+            stored = f.read()
+        sizes = json.loads(stored)["data_file_bytes"]
+        self.assertEqual(sizes, {"source_file": os.path.getsize(f"{first_dir}/p.de"),
+                                 "target_file": os.path.getsize(f"{first_dir}/p.en")})
+        # A training file rewritten in place is other data.
+        with open(os.path.join(first_dir, "p.en"), "ab") as f:
+            f.write(b"six\n")
+        with self.assertRaises(ConfigError) as raised:
+            trainer.train_and_evaluate(TrainConfig(data=spec(first_dir), train_steps=4, **base))
+        message = str(raised.exception)
+        self.assertIn("holds a run trained with other settings", message)
+        self.assertIn(f"target_file: '{first_dir}/p.en' of {sizes['target_file']:,} bytes "
+                      f"there, '{first_dir}/p.en' of {sizes['target_file'] + 4:,} bytes now",
+                      message)
+        self.assertNotIn("source_file", message)
+        # Files under another path are refused before the data iterator would fail to reopen
+        # the recorded ones, with the flags that resume the run.
+        os.rename(first_dir, moved_dir)
+        with self.assertRaises(ConfigError) as raised:
+            trainer.train_and_evaluate(TrainConfig(data=spec(moved_dir), train_steps=4, **base))
+        self.assertIn(f"source_file: '{first_dir}/p.de' there, '{moved_dir}/p.de' now",
+                      str(raised.exception))
+        self.assertIn(f"--source_file={first_dir}/p.de",
+                      train.flag_message(str(raised.exception)))
+        # Another dataset is refused (its preset builds another model too).
+        with self.assertRaises(ConfigError) as raised:
+            trainer.train_and_evaluate(TrainConfig(
+                data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                train_steps=4, **base))
+        self.assertIn("dataset: 'text' there, 'digits' now", str(raised.exception))
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), stored, "a refused run leaves config.json as it was")
+        # The same files resume.
+        os.rename(moved_dir, first_dir)
+        with open(os.path.join(first_dir, "p.en"), "wb") as f:
+            f.write(b"\n".join(lines["en"]) + b"\n")
+        resumed = trainer.train_and_evaluate(TrainConfig(data=spec(first_dir), train_steps=4,
+                                                         **base))
+        self.assertEqual(resumed["step"], 4)
+
     def test_binary_refuses_another_branch_weight_and_keeps_config_json(self):
         model_dir = self.get_temp_dir() + "/changed_binary"
         first = subprocess.run(_train_command(model_dir, "--train_steps=2", "--export=false"),

@@ -9,7 +9,7 @@ where TensorFlow can save it, the data iterator (see `bytenet_tf.training.stream
 - `average_checkpoints(model, paths)`: the mean of several checkpoints' weights.
 - `stored_config(model_dir)`: the `config.json` an earlier run in `model_dir` wrote.
 - `check_resumable(model_dir, stored, model_config, training)`: refuses to resume a `model_dir`
-  as another model, or with other training settings.
+  as another model, or with other training settings or data.
 """
 
 import json
@@ -32,6 +32,13 @@ TRAINING_SETTINGS = ("learning_rate", "warmup_steps", "schedule", "learning_rate
                      "clip_norm", "label_smoothing", "ema_decay", "batch_size",
                      "tokens_per_batch", "train_max_length", "bucketing", "shuffle_buffer",
                      "unicode_normalization")
+
+# The training data, by `DataSpec` field: the settings every dataset has, and each dataset's
+# own. A training file counts by its path, which the checkpointed data iterator reopens, and by
+# its size in bytes where both runs record it, so a file rewritten in place is other data too.
+DATA_SETTINGS = ("dataset", "source_lang", "target_lang")
+DATASET_SETTINGS = {"text": ("source_file", "target_file"), "newstest": ("newstest_year",),
+                    "digits": ("digits_config",)}
 
 
 def _dropout_seeds(model):
@@ -163,20 +170,50 @@ def _describe(stored, now, keys):
     return [f"{key}: {stored.get(key)!r} there, {now.get(key)!r} now" for key in keys]
 
 
+def data_file_bytes(data):
+    """`{field: size in bytes}` of the training files that `data` (a `DataSpec` as a dict) names
+    and that exist: what `config.json` records as `data_file_bytes`."""
+    return {key: os.path.getsize(data[key]) for key in DATASET_SETTINGS["text"]
+            if data.get(key) and os.path.isfile(data[key])}
+
+
+def _data_changes(stored, now):
+    """`(changes, resume_values)`: how the training data of the run `now` (`TrainConfig` values
+    with `data_file_bytes`) differs from the one `stored` records, and the stored values."""
+    was, data = stored.get("data") or {}, now.get("data") or {}
+    was_bytes, now_bytes = stored.get("data_file_bytes") or {}, now.get("data_file_bytes") or {}
+    changes, values = [], []
+    for key in DATA_SETTINGS + DATASET_SETTINGS.get(was.get("dataset"), ()):
+        if key not in was:
+            continue
+        if key in was_bytes and key in now_bytes and was_bytes[key] != now_bytes[key]:
+            changes.append(f"{key}: {was[key]!r} of {was_bytes[key]:,} bytes there, "
+                           f"{data.get(key)!r} of {now_bytes[key]:,} bytes now")
+        elif was[key] != data.get(key):
+            changes.append(f"{key}: {was[key]!r} there, {data.get(key)!r} now")
+        else:
+            continue
+        values.append(f"{key}={was[key]}")
+    return changes, values
+
+
 def check_resumable(model_dir, stored, model_config, training=None):
     """Refuses to resume `model_dir` as another model, or with other training settings.
 
     Every setting of the model's config counts (the zoo name, sizes, dilations, dropout, the
     residual branch, the seed, ...), except `RESUMABLE_CHANGES`; so does every
     `TRAINING_SETTINGS` value that the earlier run's `config.json` records (one written before
-    a setting existed does not record it, and that setting is not checked).
+    a setting existed does not record it, and that setting is not checked), and the training
+    data (`DATA_SETTINGS`, `DATASET_SETTINGS`; its files by path, and by size where both runs
+    record it).
 
     Args:
         model_dir: the run's folder, for the message.
         stored: its `stored_config`; nothing is checked when it records no model.
         model_config: `get_config()` of the model this run built.
         training: this run's resolved `TrainConfig` values by name (at least
-            `TRAINING_SETTINGS`), or None to check the model only.
+            `TRAINING_SETTINGS` and `data`, with `data_file_bytes`), or None to check the
+            model only.
 
     Raises:
         ConfigError: the settings differ; the message names every one, with both values, and
@@ -189,20 +226,22 @@ def check_resumable(model_dir, stored, model_config, training=None):
     now = json.loads(json.dumps(model_config, default=str))
     model_changes = _describe(stored_model, now, _changed(
         stored_model, now, (set(stored_model) | set(now)) - set(RESUMABLE_CHANGES)))
-    changed, now_training = [], {}
+    training_changes, same = [], []
     if training is not None:
         now_training = json.loads(json.dumps(
             {key: training[key] for key in TRAINING_SETTINGS}, default=str))
         changed = _changed(stored, now_training, [key for key in TRAINING_SETTINGS
                                                    if key in stored])
-    training_changes = _describe(stored, now_training, changed)
+        data_changes, data_values = _data_changes(stored, training)
+        training_changes = _describe(stored, now_training, changed) + data_changes
+        same = [f"{key}={stored[key]}" for key in changed
+                if stored[key] is not None] + data_values
     if model_changes:
         raise ConfigError(f"model_dir={model_dir} holds a run of another model "
                           f"({'; '.join(model_changes + training_changes)}). Resume it with the "
                           "same settings, or choose a new `model_dir`.")
     if training_changes:
-        same = " ".join(f"{key}={stored[key]}" for key in changed if stored[key] is not None)
         raise ConfigError(f"model_dir={model_dir} holds a run trained with other settings "
                           f"({'; '.join(training_changes)}). A resumed run keeps the settings it "
-                          f"began with: resume it with {same or 'those settings'}, or choose a "
-                          "new `model_dir`.")
+                          f"began with: resume it with {' '.join(same) or 'those settings'}, or "
+                          "choose a new `model_dir`.")

@@ -129,6 +129,7 @@ def train_and_evaluate(config, prepare_model=None):
         model, optimizer, step, clock, average = _build(config, policy, ops_policy)
     if chief:
         values = dataclasses.asdict(config)
+        values["data_file_bytes"] = checkpoints.data_file_bytes(values["data"])
         checkpoints.check_resumable(config.model_dir, stored, model.get_config(), values)
         os.makedirs(config.model_dir, exist_ok=True)
         values.update(effective_precision=policy, precision_reason=reason,
