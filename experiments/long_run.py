@@ -529,12 +529,13 @@ def score(args):
 
 def training_command(run_args):
     """The `train` command line of a run's recorded arguments (curve.json's `args`): every flag
-    whose value differs from this script's default, without the paths, and the weight decay
-    always, since its default (the preset's) is not the same at every commit."""
+    whose value differs from this script's default, without the paths, and every flag whose
+    default is the preset's (`RECIPE`) always, since the preset is not the same at every
+    commit."""
     defaults = vars(build_parser().parse_args(["train", "--data=-"]))
     flags = " ".join(f"--{key}={value}" for key, value in sorted(run_args.items())
                      if key not in ("command", "data", "out", "name", "trained_at")
-                     and (value != defaults.get(key) or key == "weight_decay"))
+                     and (value != defaults.get(key) or key in RECIPE))
     return f"KERAS_BACKEND=jax python experiments/long_run.py train {flags}".rstrip()
 
 
