@@ -190,7 +190,7 @@ def _data_changes(stored, now):
             changes.append(f"{key}: {was[key]!r} of {was_bytes[key]:,} bytes there, "
                            f"{data.get(key)!r} of {now_bytes[key]:,} bytes now")
         elif was[key] != data.get(key):
-            changes.append(f"{key}: {was[key]!r} there, {data.get(key)!r} now")
+            changes += _describe(was, data, [key])
         else:
             continue
         values.append(f"{key}={was[key]}")
@@ -198,7 +198,7 @@ def _data_changes(stored, now):
 
 
 def check_resumable(model_dir, stored, model_config, training=None):
-    """Refuses to resume `model_dir` as another model, or with other training settings.
+    """Refuses to resume `model_dir` as another model, or with other training settings or data.
 
     Every setting of the model's config counts (the zoo name, sizes, dilations, dropout, the
     residual branch, the seed, ...), except `RESUMABLE_CHANGES`; so does every
