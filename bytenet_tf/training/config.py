@@ -56,8 +56,9 @@ PRESETS = {
     # against 16.81 and 17.47 at 400; at 2 hours (seed 0, the token budget) 21.87 against 21.93,
     # and it translates faster.
     # Three stacks, the zoo's: two fit about 1.45x the steps and led by 1.05 and 1.27 BLEU at 30
-    # minutes (same seed and CPU, a Xeon and a Zen 4), but after 2 hours two stacks scored 24.14
-    # (Zen 4, bf16, seed 0) against the preset's 24.70 and 24.88 (Xeon, float32, seeds 0 and 1).
+    # minutes (same seed and CPU, a Xeon and a Zen 4), but after 2 hours on a Zen 4 in bf16
+    # (seed 0) two stacks scored 24.14 BLEU against three's 24.82, and 21.40 against 21.89
+    # greedily.
     # Label smoothing 0.1: against the unsmoothed run of the same seed and settings, its best
     # validation candidate (200 captions) led in 4 of 5 pairs (-0.01, +0.36, +0.47, +0.49 and
     # +2.04 BLEU; mean +0.67), and its beam-4 test BLEU in 4 of 5 (on the preset at 30 minutes:
