@@ -88,9 +88,10 @@ def add_step_arguments(parser, steps, warmup):
     parser.add_argument("--warmup", type=int, default=warmup)
 
 
-def build_step(args, **overrides):
+def build_step(args, optimizer_class=None, **overrides):
     """`(model, train_step, iterator)`: the binary's train step over real batches of `args`;
-    `overrides` go to `zoo.build_model` (e.g. `residual_gate=True`)."""
+    `overrides` go to `zoo.build_model` (e.g. `residual_gate=True`). `optimizer_class`, a
+    subclass of the binary's `Adam`, replaces it with the same settings."""
     keras.utils.set_random_seed(0)
     args.ops_policy, _ = ops.resolve_policy(args.ops_policy)
     if args.dropout_rate is not None:
@@ -101,6 +102,8 @@ def build_step(args, **overrides):
     # The binary's optimizer, with the default learning-rate schedule of a text run.
     config = resolve(TrainConfig(model=args.model, data=DataSpec(dataset="text")))
     optimizer = make_optimizer(config, args.precision)
+    if optimizer_class is not None:
+        optimizer = optimizer_class.from_config(optimizer.get_config())
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
     train_step = make_train_step(tf.distribute.get_strategy(), model, optimizer, step)

@@ -1,5 +1,5 @@
-"""The throughput, gate-cost, kernel-cost and profile benchmarks run, at a tiny size, and end with
-the JSON they promise. They run side by side: these tests check what they report, not how fast
+"""The throughput, gate-cost, kernel-cost, optimizer-cost, product-shape and profile benchmarks
+run, at a tiny size, and end with the JSON they promise. They run side by side: these tests check what they report, not how fast
 the machine is."""
 
 import importlib.util
@@ -9,6 +9,7 @@ import sys
 import tempfile
 from unittest import mock
 
+import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
@@ -48,6 +49,10 @@ def _commands(folder):
                                         dict(env, TF_NUM_INTRAOP_THREADS="1")),
         "residual_gate_cost": (_script("residual_gate_cost.py", *float32, "--rounds=3"), env),
         "fused_kernels_cost": (_script("fused_kernels_cost.py", *float32, "--rounds=3"), env),
+        "optimizer_cost": (_script("optimizer_cost.py", *float32, "--rounds=3"), env),
+        "matmul_shapes": (_script("matmul_shapes.py", "--hidden_size=16", "--num_stacks=1",
+                                  "--batch_size=2", "--length=16", "--precision=float32",
+                                  "--reps=2", "--rounds=2", "--peak_size=256"), env),
         "profile_train_step": (_script("profile_train_step.py", *float32,
                                        f"--logdir={folder}/profile"), env),
         "translate_speed": (_script("translate_speed.py", f"--saved_model={greedy}",
@@ -142,6 +147,79 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         self.assertTrue(new_ops <= op_types(swap=False))
         self.assertFalse(new_ops & op_types(swap=True))
         self.assertIn("BytenetSelu", op_types(swap=True))
+
+    def test_optimizer_cost_times_both_optimizers_on_the_same_update(self):
+        result = _last_json("optimizer_cost")
+        ratios = result["once_over_per_variable_per_round"]
+        self.assertLen(ratios, 3)
+        self.assertAllClose(result["once_over_per_variable"], sorted(ratios)[1], rtol=1e-3)
+        # Computing the scalars once leaves fewer ops in the step, and the same weights.
+        self.assertLess(result["graph_ops"]["once"], result["graph_ops"]["per_variable"])
+        self.assertLess(result["largest_weight_difference"], 1e-5)
+
+    def test_once_adam_updates_as_the_binarys_adam(self):
+        import keras
+
+        with mock.patch.object(sys, "path", [os.path.join(PROJECT_ROOT, "benchmarks")] + sys.path):
+            from benchmarks import optimizer_cost
+        from bytenet_tf.training.optimizer import Adam
+        from bytenet_tf.training.schedule import WarmupRsqrtDecay
+
+        def run(optimizer_class, **kwargs):
+            rng = np.random.default_rng(0)
+            variables = [keras.Variable(rng.normal(size=shape).astype(np.float32))
+                         for shape in [(4, 3), (3,)]]
+            # A schedule whose rate changes every step, and a decay large enough to show.
+            optimizer = optimizer_class(WarmupRsqrtDecay(0.05, warmup_steps=3),
+                                        weight_decay=2.0, **kwargs)
+            optimizer.build(variables)
+            apply = tf.function(lambda grads: optimizer.apply(grads, variables))
+            for _ in range(6):
+                apply([tf.constant(rng.normal(size=v.shape).astype(np.float32))
+                       for v in variables])
+            return [v.numpy() for v in variables]
+
+        for ours, theirs in zip(run(optimizer_cost.OnceAdam), run(Adam)):
+            self.assertAllClose(ours, theirs, rtol=1e-6, atol=1e-7)
+        # The check has teeth: another beta_1 moves the weights.
+        self.assertNotAllClose(run(optimizer_cost.OnceAdam, beta_1=0.5)[0], run(Adam)[0])
+
+    def test_matmul_shapes_lists_the_analytic_flops_and_times_each_product(self):
+        result = _last_json("matmul_shapes")
+        products = result["products"]
+        flops = sum(2 * p["batch_size"] * p["length"] * p["taps"] * p["input_dim"]
+                    * p["output_dim"] * p["count"] for p in products)
+        self.assertAllClose(flops / 1e9, result["gflop_per_step"], rtol=1e-5)
+        self.assertAllClose(result["products_ms_per_step"],
+                            sum(p["ms"] * p["count"] for p in products), rtol=1e-4)
+        self.assertAllClose(result["products_fraction_of_peak"], result["gflop_per_step"]
+                            / result["products_ms_per_step"] * 1e3
+                            / result["matmul_peak_gflop_per_s"], rtol=1e-3)
+        self.assertCountEqual({p["kind"] for p in products}, ["matmul", "matmul_t_a", "conv"])
+
+    def test_matmul_shapes_product_list_matches_the_step_it_stands_for(self):
+        from bytenet_tf import flops, zoo
+
+        with mock.patch.object(sys, "path", [os.path.join(PROJECT_ROOT, "benchmarks")] + sys.path):
+            from benchmarks import matmul_shapes
+        model = zoo.build_model("bytenet_selu", hidden_size=24, num_stacks=2, seed=0)
+        model({"source": tf.constant([[5, 6, 2]]), "target": tf.constant([[1, 5, 6]])})
+        counts = matmul_shapes.step_products(model, batch_size=3, length=7)
+        self.assertEqual(sum(matmul_shapes.product_flops(p) * n for p, n in counts.items()),
+                         flops.training_flops(model, 7, 7, 3))
+        # Each product computes what the cpu ops policy computes in the step.
+        rng = np.random.default_rng(1)
+        for product in counts:
+            a, b = matmul_shapes._operands(product, tf.float32, rng)
+            got = matmul_shapes._compute(product, a, b)
+            if product.kind == "conv":
+                padded = tf.pad(a, [[0, 0], [product.left, product.right], [0, 0]])
+                want = sum(tf.einsum("bti,io->bto", padded[:, k * product.dilation:][:, :7],
+                                     b[k]) for k in range(product.taps))
+            else:
+                want = np.matmul(a.numpy().T if product.kind == "matmul_t_a" else a.numpy(),
+                                 b.numpy())
+            self.assertAllClose(got, want, rtol=1e-4, atol=1e-4)
 
     def test_profile_lists_the_matmuls(self):
         result = _last_json("profile_train_step")
