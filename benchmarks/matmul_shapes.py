@@ -103,11 +103,13 @@ def time_product(product, dtype, reps, rounds, rng):
 
     @tf.function
     def chain():
-        previous = []
+        outputs = []
         for a, b in operands:
-            with tf.control_dependencies(previous):
-                previous = [_compute(product, a, b)]
-        return previous[0][..., :1]
+            with tf.control_dependencies(outputs[-1:]):
+                outputs.append(_compute(product, a, b))
+        # Every output is returned (one element each): grappler prunes a product whose result
+        # only a control dependency reads.
+        return tf.stack([tf.reshape(output, [-1])[0] for output in outputs])
 
     chain().numpy()
     chain().numpy()
