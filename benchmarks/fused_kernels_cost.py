@@ -15,7 +15,6 @@ over tensorflow_ops), their median, and each variant's share of the matmul peak.
 printed is one JSON object.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -24,9 +23,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.residual_gate_cost import alternate  # noqa: E402
-from benchmarks.train_throughput import (PEAK_DTYPES, add_step_arguments,  # noqa: E402
-                                         build_step, matmul_peak, significant)
+from benchmarks.residual_gate_cost import alternate, alternation_arguments  # noqa: E402
+from benchmarks.train_throughput import (PEAK_DTYPES, build_step, matmul_peak,  # noqa: E402
+                                         significant)
 from bytenet_tf import flops  # noqa: E402
 from bytenet_tf.ops import cpu  # noqa: E402
 from bytenet_tf.ops.reference import ReferenceOps, apply_mask  # noqa: E402
@@ -51,16 +50,8 @@ def use_ops(model, ops_object):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawTextHelpFormatter)
-    add_step_arguments(parser, steps=3, warmup=3)
-    parser.add_argument("--rounds", type=int, default=10)
-    args = parser.parse_args()
-    if args.rounds < 1 or args.steps < 1:
-        parser.error(f"--rounds={args.rounds} and --steps={args.steps} must both be at least 1")
+    args, steps_per_round = alternation_arguments(__doc__, steps=3)
     args.ops_policy = "cpu_fused"
-    steps_per_round = args.steps
-    args.steps = args.rounds * steps_per_round  # build_step reads this many batches
     steps = {}
     for name in ("tensorflow_ops", "fused"):
         model, train_step, iterator = build_step(args)

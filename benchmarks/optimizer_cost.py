@@ -19,7 +19,6 @@ is the same product, whose float rounding may differ by an ulp). The last line p
 JSON object.
 """
 
-import argparse
 import collections
 import json
 import os
@@ -31,8 +30,8 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.residual_gate_cost import alternate  # noqa: E402
-from benchmarks.train_throughput import add_step_arguments, build_step, significant  # noqa: E402
+from benchmarks.residual_gate_cost import alternate, alternation_arguments  # noqa: E402
+from benchmarks.train_throughput import build_step, significant  # noqa: E402
 from bytenet_tf.training.optimizer import Adam  # noqa: E402
 
 
@@ -79,15 +78,7 @@ def graph_ops(train_step, iterator):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawTextHelpFormatter)
-    add_step_arguments(parser, steps=3, warmup=3)
-    parser.add_argument("--rounds", type=int, default=10)
-    args = parser.parse_args()
-    if args.rounds < 1 or args.steps < 1:
-        parser.error(f"--rounds={args.rounds} and --steps={args.steps} must both be at least 1")
-    steps_per_round = args.steps
-    args.steps = args.rounds * steps_per_round  # build_step reads this many batches
+    args, steps_per_round = alternation_arguments(__doc__, steps=3)
     steps, weights, ops = {}, {}, {}
     for name, optimizer_class in (("per_variable", Adam), ("once", OnceAdam)):
         model, train_step, iterator = build_step(args, optimizer_class=optimizer_class)

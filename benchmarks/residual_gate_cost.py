@@ -65,16 +65,26 @@ def alternate(steps, warmup, rounds, steps_per_round):
     return medians, ratios
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
+def alternation_arguments(description, steps):
+    """The flags of a benchmark that alternates two train steps: `(args, steps_per_round)`.
+
+    `add_step_arguments`' flags (`--steps` is the steps per round, `steps` its default) and
+    `--rounds`; `args.steps` becomes the number of batches `build_step` must read for all rounds.
+    """
+    parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawTextHelpFormatter)
-    add_step_arguments(parser, steps=5, warmup=3)
+    add_step_arguments(parser, steps=steps, warmup=3)
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     if args.rounds < 1 or args.steps < 1:
         parser.error(f"--rounds={args.rounds} and --steps={args.steps} must both be at least 1")
     steps_per_round = args.steps
     args.steps = args.rounds * steps_per_round  # build_step reads this many batches
+    return args, steps_per_round
+
+
+def main():
+    args, steps_per_round = alternation_arguments(__doc__, steps=5)
     steps = {name: build_step(args, **overrides)[1:] for name, overrides in VARIANTS.items()}
     medians, ratios = alternate(steps, args.warmup, args.rounds, steps_per_round)
     result = {
