@@ -88,6 +88,20 @@ def add_step_arguments(parser, steps, warmup):
     parser.add_argument("--warmup", type=int, default=warmup)
 
 
+def replace_optimizer(optimizer, optimizer_class):
+    """`optimizer` rebuilt as `optimizer_class` with the same settings.
+
+    Under `mixed_float16` the binary's optimizer is a `LossScaleOptimizer`: its inner optimizer
+    is the one replaced, and the result is wrapped again, so the loss scaling stays.
+    """
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return keras.optimizers.LossScaleOptimizer(
+            replace_optimizer(optimizer.inner_optimizer, optimizer_class),
+            initial_scale=optimizer.initial_scale,
+            dynamic_growth_steps=optimizer.dynamic_growth_steps)
+    return optimizer_class.from_config(optimizer.get_config())
+
+
 def build_step(args, optimizer_class=None, **overrides):
     """`(model, train_step, iterator)`: the binary's train step over real batches of `args`;
     `overrides` go to `zoo.build_model` (e.g. `residual_gate=True`). `optimizer_class`, a
@@ -103,7 +117,7 @@ def build_step(args, optimizer_class=None, **overrides):
     config = resolve(TrainConfig(model=args.model, data=DataSpec(dataset="text")))
     optimizer = make_optimizer(config, args.precision)
     if optimizer_class is not None:
-        optimizer = optimizer_class.from_config(optimizer.get_config())
+        optimizer = replace_optimizer(optimizer, optimizer_class)
     optimizer.build(model.trainable_variables)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
     train_step = make_train_step(tf.distribute.get_strategy(), model, optimizer, step)

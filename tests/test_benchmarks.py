@@ -184,6 +184,37 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         # The check has teeth: another beta_1 moves the weights.
         self.assertNotAllClose(run(optimizer_cost.OnceAdam, beta_1=0.5)[0], run(Adam)[0])
 
+    def test_replacing_the_optimizer_keeps_settings_and_loss_scaling(self):
+        import keras
+
+        with mock.patch.object(sys, "path", [os.path.join(PROJECT_ROOT, "benchmarks")] + sys.path):
+            from benchmarks import optimizer_cost, train_throughput
+        from bytenet_tf.training.config import TrainConfig, resolve
+        from bytenet_tf.training.optimizer import make_optimizer
+        from pipelines.datasets import DataSpec
+
+        config = resolve(TrainConfig(model="bytenet_selu", data=DataSpec(dataset="text")))
+        # The binary's optimizer for each policy, and a loss scaling with settings of its own.
+        binaries = {policy: make_optimizer(config, policy)
+                    for policy in ("float32", "mixed_bfloat16", "mixed_float16")}
+        binaries["own_scaling"] = keras.optimizers.LossScaleOptimizer(
+            make_optimizer(config, "float32"), initial_scale=8.0, dynamic_growth_steps=7)
+        for policy, binary in binaries.items():
+            with self.subTest(policy=policy):
+                replaced = train_throughput.replace_optimizer(binary, optimizer_cost.OnceAdam)
+                if policy in ("mixed_float16", "own_scaling"):
+                    # The loss scaling stays, around the replaced inner optimizer.
+                    self.assertIsInstance(replaced, keras.optimizers.LossScaleOptimizer)
+                    self.assertEqual(replaced.initial_scale, binary.initial_scale)
+                    self.assertEqual(replaced.dynamic_growth_steps, binary.dynamic_growth_steps)
+                    binary, replaced = binary.inner_optimizer, replaced.inner_optimizer
+                self.assertNotIsInstance(binary, optimizer_cost.OnceAdam)
+                self.assertIsInstance(replaced, optimizer_cost.OnceAdam)
+                for setting in ("beta_2", "epsilon", "clipnorm", "weight_decay"):
+                    self.assertEqual(getattr(replaced, setting), getattr(binary, setting))
+                self.assertEqual(replaced.get_config()["learning_rate"],
+                                 binary.get_config()["learning_rate"])
+
     def test_matmul_shapes_lists_the_analytic_flops_and_times_each_product(self):
         result = _last_json("matmul_shapes")
         products = result["products"]
