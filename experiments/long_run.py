@@ -10,7 +10,7 @@ on a GPU) for longer than a CPU run holds, then scored on TensorFlow as the reci
 TensorFlow nor ../shared.
 
 `train` runs the `text` preset's training math without `tf.data` or the trainer: `bytenet_selu`
-with the preset's overrides (dropout 0, label smoothing 0.1, weight decay 0.03; `--dropout_rate`,
+with the preset's overrides (dropout 0, label smoothing 0.1, weight decay 0.1; `--dropout_rate`,
 `--label_smoothing` and `--weight_decay` screen other amounts of regularization,
 `--cross_attention` the zoo's readout of the encoder output), pairs whose sides are shorter
 than `train_max_length` (200) bytes, the whole set shuffled once per epoch, the token-budget
@@ -59,7 +59,7 @@ from pipelines.byte_codec import BOS_ID, BYTE_OFFSET, EOS_ID, PAD_ID  # noqa: E4
 TEST_SET = "multi30k-test2016"
 # The `text` preset's values (bytenet_tf.training.config.PRESETS["text"]); tests check them.
 RECIPE = dict(model="bytenet_selu", hidden_size=256, dropout_rate=0.0, label_smoothing=0.1,
-              weight_decay=0.03, learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05,
+              weight_decay=0.1, learning_rate=2e-3, warmup_steps=200, learning_rate_floor=0.05,
               tokens_per_batch=2560, train_max_length=200,
               adam_beta_1=0.9, adam_beta_2=0.999, adam_epsilon=1e-7)
 # Padded shapes of the training batches: lengths up to each edge share one shape.

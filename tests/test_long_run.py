@@ -129,7 +129,7 @@ def test_the_recorded_training_command_keeps_every_flag_off_its_default_and_the_
     assert long_run.training_command(args) == (
         "KERAS_BACKEND=jax python experiments/long_run.py train --decode_every=0 "
         "--dropout_rate=0.0 --hidden_size=256 --label_smoothing=0.1 --steps=12000 "
-        "--weight_decay=0.03")
+        "--weight_decay=0.1")
     args["weight_decay"] = 0.0
     assert long_run.training_command(args).endswith("--steps=12000 --weight_decay=0.0")
 
