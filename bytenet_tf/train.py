@@ -18,7 +18,7 @@ import sys
 from absl import app, flags, logging
 
 from bytenet_tf import cli
-from bytenet_tf.training.config import DEFAULTS, PRESETS, TrainConfig
+from bytenet_tf.training.config import DEFAULTS, PRESETS, SHORT_BUDGET, TrainConfig
 from pipelines.datasets import DataSpec
 
 FLAGS = flags.FLAGS
@@ -30,14 +30,29 @@ def _fields():
             + [field for field in dataclasses.fields(TrainConfig) if field.name != "data"])
 
 
+def _preset_values(name):
+    """What each preset sets field `name` to, e.g. "text preset: 0.1, 0.03 with a time budget
+    under 5400 s"."""
+    for dataset, preset in PRESETS.items():
+        bound, short = SHORT_BUDGET.get(dataset, (0.0, {}))
+        values = []
+        if name in preset:
+            values.append(f"{preset[name]}")
+        elif name in short:
+            values.append(f"{DEFAULTS[name]}" if name in DEFAULTS else "the model's")
+        if name in short:
+            values.append(f"{short[name]} with a time budget under {bound:g} s")
+        if values:
+            yield f"{dataset} preset: " + ", ".join(values)
+
+
 def _help(field):
     """The field's help, with the global default and the presets' values of a field left None
     (a field without a global default, such as the model's width, shows the presets' alone)."""
     text = field.metadata["help"]
     if field.default is not None:
         return text
-    presets = "; ".join(f"{name} preset: {preset[field.name]}"
-                        for name, preset in PRESETS.items() if field.name in preset)
+    presets = "; ".join(_preset_values(field.name))
     if field.name in DEFAULTS:
         text += f" Default: {DEFAULTS[field.name]}" + (f" ({presets})." if presets else ".")
     elif presets:

@@ -13,7 +13,7 @@ import tensorflow as tf
 from bytenet_tf import decoding, inference, zoo
 from bytenet_tf.training import checkpoints
 from bytenet_tf.training import devices, evaluation, selection, trainer
-from bytenet_tf.training.config import TrainConfig, resolve
+from bytenet_tf.training.config import SHORT_BUDGET, TrainConfig, resolve
 from bytenet_tf.training.schedule import BudgetClock, WarmupCosineDecay, make_schedule
 from pipelines import datasets
 from tests.conftest import synthetic_lines
@@ -85,6 +85,28 @@ class TextPresetTest(tf.test.TestCase):
         self.assertEqual((mine.schedule, mine.time_budget_seconds, mine.model),
                          ("rsqrt", 0, "bytenet_small"))
         self.assertEqual(mine.train_max_length, 100)  # never longer than max_length
+
+    def test_a_short_budget_takes_the_short_budget_values_and_flags_still_win(self):
+        data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
+        bound, short = SHORT_BUDGET["text"]
+        self.assertEqual(short, dict(num_stacks=2, weight_decay=0.03))
+        long = resolve(TrainConfig(data=data))
+        self.assertEqual((long.num_stacks, long.weight_decay), (3, 0.1))
+        for budget in (1800.0, bound - 1):
+            with self.subTest(budget=budget):
+                resolved = resolve(TrainConfig(data=data, time_budget_seconds=budget))
+                self.assertEqual((resolved.num_stacks, resolved.weight_decay), (2, 0.03))
+                self.assertEqual(resolved.hidden_size, 256)  # the rest is the preset's
+        for budget in (bound, 7200.0, 0.0):  # 0: no budget, the steps decide
+            with self.subTest(budget=budget):
+                resolved = resolve(TrainConfig(data=data, time_budget_seconds=budget))
+                self.assertEqual((resolved.num_stacks, resolved.weight_decay), (3, 0.1))
+        mine = resolve(TrainConfig(data=data, time_budget_seconds=1800.0, num_stacks=3,
+                                   weight_decay=0.1))
+        self.assertEqual((mine.num_stacks, mine.weight_decay), (3, 0.1))
+        # Other datasets have no short-budget values.
+        digits = resolve(TrainConfig(time_budget_seconds=60.0))
+        self.assertEqual((digits.num_stacks, digits.weight_decay), (1, 0.0))
 
     def test_other_datasets_keep_their_behaviour(self):
         resolved = resolve(TrainConfig())

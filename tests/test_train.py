@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from bytenet_tf import vocabulary
 from bytenet_tf.training import checkpoints, devices, trainer
+from bytenet_tf.training import config as train_config
 from bytenet_tf.training.config import TrainConfig
 from bytenet_tf.training.optimizer import make_optimizer
 from bytenet_tf.training.step import make_train_step
@@ -560,6 +561,12 @@ class ConfigurationSourceTest(tf.test.TestCase):
                       flags.FLAGS["batch_size"].help)
         # A field without a global default still names what the presets set.
         self.assertIn("(digits preset: 128; text preset: 256).", flags.FLAGS["hidden_size"].help)
+        # A preset's values for short budgets are named with their bound.
+        bound = train_config.SHORT_BUDGET["text"][0]
+        self.assertIn(f"text preset: 0.1, 0.03 with a time budget under {bound:g} s).",
+                      flags.FLAGS["weight_decay"].help)
+        self.assertIn(f"text preset: the model's, 2 with a time budget under {bound:g} s).",
+                      flags.FLAGS["num_stacks"].help)
         self.assertEqual(flags.FLAGS["ops_policy"].parser.enum_values,
                          ["auto", "reference", "cpu", "cpu_fused"])
 
