@@ -160,7 +160,8 @@ class TrainConfig:
         "limit. Training stops early enough to leave the end the time that measured decoding "
         "speed says it needs (before train_steps if need be), and schedule=cosine ends its "
         "decay there. Time of earlier runs in the same model_dir counts, so an interrupted run "
-        "resumed with the same flags keeps to the same budget.")
+        "resumed with the same flags keeps to the same budget. A short budget also picks a "
+        "preset's short-budget values (the help of num_stacks and weight_decay names them).")
     learning_rate: float = option(None, "Peak learning rate (Adam, after a linear warm-up).")
     label_smoothing: float = option(
         None, "Label smoothing of the training objective: the target gives 1 - e to the true "
