@@ -51,7 +51,9 @@ PRESETS = {
     # Batches of about 2,560 padded bytes (64 Tatoeba sentences, 32 captions or 13 long news
     # sentences) rather than 32 pairs: at hidden 256 and 30 minutes on a Zen 4, two seeds
     # scored 20.72 and 19.91 BLEU on multi30k-test2016 against 18.07-19.04 for three seeds of
-    # 32 pairs, and 18.13 and 17.68 greedily against 16.89-17.46.
+    # 32 pairs, and 18.13 and 17.68 greedily against 16.89-17.46. Half of it (1,280) fit 1.60x
+    # the steps of the short-budget values in 30 minutes but scored 19.74 against 21.83 (Zen 4,
+    # seed 0); twice it (5,120) scored 18.15 against 19.46 (Xeon, seed 0).
     # Hidden 256, not the zoo's 400: its step takes about 0.55x as long, so a budget holds about
     # twice the steps. At 30 minutes (32 pairs per batch) three seeds scored 18.07-19.04 BLEU
     # against 16.81 and 17.47 at 400; at 2 hours (seed 0, the token budget) 21.87 against 21.93,
