@@ -53,6 +53,10 @@ class ByteNet(keras.Model):
             decoder). The resolved value is what `get_config` returns.
         activation: `relu` or `selu`.
         dropout_rate: float; `bytenet_tf.layers.AlphaDropout` for `selu`, Dropout otherwise.
+        target_dropout: float in [0, 1), word dropout at the byte level: in training, each
+            decoder input byte after BOS is hidden with this probability (its embedding is
+            replaced by zeros, unscaled), so the decoder must lean on the source more than on
+            the bytes it has written. Inference never hides a byte.
         kernel_initializer: initializer of every convolution kernel; `sugartensor_he_uniform`
             is the thesis's (`bytenet_tf.initializers.SugartensorHeUniform`).
         embedding_initializer: initializer of both embeddings; None for unit-variance normal
@@ -108,6 +112,7 @@ class ByteNet(keras.Model):
     def __init__(self, hidden_size=400, num_stacks=3, dilations=(1, 2, 4, 8, 16), kernel_size=3,
                  encoder_kernel_size=None, block="residual", normalization="layer",
                  decoder_normalization=None, activation="relu", dropout_rate=0.0,
+                 target_dropout=0.0,
                  kernel_initializer="glorot_uniform", embedding_initializer=None, layout="paper",
                  normalize_residual=False, branch_weight=1.0, residual_gate=False, unfold_a=1.2,
                  unfold_b=0.0, max_length=DEFAULT_MAX_LENGTH, source_blind=False,
@@ -127,6 +132,9 @@ class ByteNet(keras.Model):
         if cross_attention != "none" and layout != "paper":
             raise ValueError("`cross_attention` needs layout='paper' (the thesis layout's decoder "
                              f"is wider than the encoder output). Received: layout={layout!r}")
+        if not 0.0 <= target_dropout < 1.0:
+            raise ValueError(f"`target_dropout` must be in [0, 1). Received: "
+                             f"target_dropout={target_dropout!r}")
         if unfold_a <= 0:
             raise ValueError(f"`unfold_a` must be positive. Received: unfold_a={unfold_a}")
         if decoder_normalization is None:
@@ -142,6 +150,11 @@ class ByteNet(keras.Model):
         self.decoder_normalization = decoder_normalization
         self.activation = activation
         self.dropout_rate = dropout_rate
+        self.target_dropout = float(target_dropout)
+        # Created only when used, so a model without it has the variables it always had.
+        self.target_dropout_seed = keras.random.SeedGenerator(
+            initializers.derive_seed(seed, "target_dropout"),
+            name="target_dropout_seed") if target_dropout > 0 else None
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.embedding_initializer = None if embedding_initializer is None else initializers.get(
             embedding_initializer)
@@ -316,13 +329,25 @@ class ByteNet(keras.Model):
         missing = length - kops.shape(encoded)[1]  # an int where shapes are static
         missing = max(missing, 0) if isinstance(missing, int) else kops.maximum(missing, 0)
         aligned = kops.pad(encoded, [[0, 0], [0, missing], [0, 0]])[:, :length]
-        x = self.decoder_input(kops.concatenate([aligned, self.target_embedding(target)], axis=-1))
+        embedded = self.target_embedding(target)
+        if training and self.target_dropout > 0:
+            embedded = self.hide_target_bytes(embedded)
+        x = self.decoder_input(kops.concatenate([aligned, embedded], axis=-1))
         memory = self.attention_memory(encoded, source_mask)
         for index, block in enumerate(self.decoder_blocks):
             x = block(x, training=training)
             if memory is not None and index == self.attention_after_block:
                 x = self.attention.attend(x, memory)
         return self.output_projection(self._head(x, training))
+
+    def hide_target_bytes(self, embedded):
+        """`target_dropout` on target embeddings `(batch, T, hidden_size)`: each position after
+        the first (BOS) becomes zeros with probability `target_dropout`, from the next seed of
+        the model's generator (kept in its checkpoints, so a resumed run hides the same bytes)."""
+        shape = kops.shape(embedded)[:2]
+        hidden = keras.random.uniform(shape, seed=self.target_dropout_seed) < self.target_dropout
+        hidden = kops.logical_and(hidden, kops.expand_dims(kops.arange(shape[1]) > 0, 0))
+        return embedded * kops.expand_dims(kops.cast(kops.logical_not(hidden), embedded.dtype), -1)
 
     def call(self, inputs, training=None):
         source = kops.convert_to_tensor(inputs["source"])
@@ -383,6 +408,7 @@ class ByteNet(keras.Model):
             "decoder_normalization": self.decoder_normalization,
             "activation": self.activation,
             "dropout_rate": self.dropout_rate,
+            "target_dropout": self.target_dropout,
             "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
             "embedding_initializer": None if self.embedding_initializer is None else
             keras.initializers.serialize(self.embedding_initializer),

@@ -94,8 +94,9 @@ SHORT_BUDGET = {
 }
 
 # Fields that override the zoo model's hyperparameters when set.
-MODEL_OVERRIDES = ("hidden_size", "num_stacks", "dropout_rate", "normalization", "branch_weight",
-                   "residual_gate", "max_length", "source_blind", "cross_attention")
+MODEL_OVERRIDES = ("hidden_size", "num_stacks", "dropout_rate", "target_dropout", "normalization",
+                   "branch_weight", "residual_gate", "max_length", "source_blind",
+                   "cross_attention")
 
 SCHEDULES = ("rsqrt", "cosine")
 SELECT_BY = ("chrf", "bleu", "last")
@@ -118,6 +119,10 @@ class TrainConfig:
     hidden_size: int = option(None, "Override the model's hidden size.")
     num_stacks: int = option(None, "Override the model's number of dilation stacks.")
     dropout_rate: float = option(None, "Override the model's dropout rate.")
+    target_dropout: float = option(
+        None, "Override: in training, hide each decoder input byte (the byte before the one "
+        "predicted; never BOS) with this probability, its embedding replaced by zeros, so that "
+        "the decoder leans on the source; 0 for none. Inference hides nothing.")
     normalization: str = option(None, "Override the model's normalization layers (batch: "
                                 "encoder only, layer in the decoder).",
                                 choices=("layer", "batch", "none"))

@@ -1,0 +1,126 @@
+"""`target_dropout`: byte-level word dropout on the decoder's inputs, in training only."""
+
+import numpy as np
+import tensorflow as tf
+
+import bytenet_tf
+from bytenet_tf.training import trainer
+from bytenet_tf.training.config import TrainConfig
+from bytenet_tf.vocabulary import BOS_ID
+from pipelines import datasets
+from tests.conftest import synthetic_batch
+from tests.test_train import TINY, assert_same_model_weights
+
+SMALL = dict(hidden_size=16, num_stacks=1, dropout_rate=0.0, seed=1)
+
+
+def _inputs(source, target):
+    return {"source": tf.constant(source, tf.int32), "target": tf.constant(target, tf.int32)}
+
+
+class TargetDropoutModelTest(tf.test.TestCase):
+
+    def test_a_rate_outside_zero_to_one_names_the_value(self):
+        for rate in (-0.1, 1.0, 1.5):
+            with self.assertRaisesRegex(ValueError, f"target_dropout={rate}"):
+                bytenet_tf.build_model("bytenet_selu", target_dropout=rate, **SMALL)
+
+    def test_inference_hides_nothing(self):
+        source, target, _ = synthetic_batch(3, 20)
+        dropped = bytenet_tf.build_model("bytenet_selu", target_dropout=0.5, **SMALL)
+        plain = bytenet_tf.build_model("bytenet_selu", **SMALL)
+        self.assertAllEqual(dropped(_inputs(source, target), training=False),
+                            plain(_inputs(source, target), training=False))
+
+    def test_hidden_bytes_read_as_zero_embeddings(self):
+        # At a rate this close to 1 every byte after BOS is hidden: the model must then compute
+        # what a model whose target embedding is zero for every id but BOS computes.
+        source, target, _ = synthetic_batch(3, 20)
+        dropped = bytenet_tf.build_model("bytenet_selu", target_dropout=1 - 1e-7, **SMALL)
+        plain = bytenet_tf.build_model("bytenet_selu", **SMALL)
+        table = plain.target_embedding.embeddings.numpy()
+        only_bos = np.zeros_like(table)
+        only_bos[BOS_ID] = table[BOS_ID]
+        plain.target_embedding.embeddings.assign(only_bos)
+        self.assertAllClose(dropped(_inputs(source, target), training=True),
+                            plain(_inputs(source, target), training=True), atol=1e-6)
+        # And it differs from reading the bytes.
+        self.assertNotAllClose(dropped(_inputs(source, target), training=True),
+                               dropped(_inputs(source, target), training=False))
+
+    def test_first_position_is_never_hidden(self):
+        source, target, _ = synthetic_batch(4, 20)
+        model = bytenet_tf.build_model("bytenet_selu", target_dropout=0.9, **SMALL)
+        trained = model(_inputs(source, target), training=True)
+        inferred = model(_inputs(source, target), training=False)
+        # Position 0 reads BOS and the encoder's position 0 only (the decoder is causal).
+        self.assertAllClose(trained[:, 0], inferred[:, 0], atol=1e-6)
+        self.assertNotAllClose(trained[:, 1:], inferred[:, 1:])
+
+    def test_share_of_hidden_bytes_is_the_rate(self):
+        model = bytenet_tf.build_model("bytenet_selu", target_dropout=0.1, **SMALL)
+        hidden = model.hide_target_bytes(tf.ones([64, 201, 4]))
+        zero_rows = tf.reduce_all(tf.equal(hidden, 0.0), axis=-1).numpy()
+        self.assertFalse(zero_rows[:, 0].any())
+        # 12,800 draws: the share's standard deviation is 0.0027.
+        self.assertAllClose(zero_rows[:, 1:].mean(), 0.1, atol=0.01)
+        # Kept rows are unscaled.
+        self.assertAllEqual(hidden.numpy()[~zero_rows], np.ones([(~zero_rows).sum(), 4]))
+
+    def test_a_seed_repeats_its_masks_and_each_call_draws_new_ones(self):
+        first = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)
+        second = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)
+        ones = tf.ones([8, 50, 2])
+        masks = [first.hide_target_bytes(ones), first.hide_target_bytes(ones)]
+        self.assertAllEqual(masks[0], second.hide_target_bytes(ones))
+        self.assertAllEqual(masks[1], second.hide_target_bytes(ones))
+        self.assertNotAllEqual(masks[0], masks[1])
+        other = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3,
+                                       **dict(SMALL, seed=2))
+        self.assertNotAllEqual(masks[0], other.hide_target_bytes(ones))
+
+    def test_future_targets_do_not_change_past_logits_in_training(self):
+        # Two models of one seed draw the same mask on their first call, so the only difference
+        # between the calls is the changed future.
+        source, target, _ = synthetic_batch(4, 30)
+        target = np.array(target)
+        j = 12
+        changed = target.copy()
+        changed[:, j:] = np.random.default_rng(0).integers(3, 259, size=changed[:, j:].shape)
+        before = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)(
+            _inputs(source, target), training=True)
+        after = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)(
+            _inputs(source, changed), training=True)
+        self.assertAllClose(before[:, :j], after[:, :j], atol=1e-5)
+        self.assertNotAllClose(before[:, j:], after[:, j:])
+
+    def test_config_keeps_the_rate_and_old_configs_have_none(self):
+        model = bytenet_tf.build_model("bytenet_selu", target_dropout=0.2, **SMALL)
+        config = model.get_config()
+        self.assertEqual(config["target_dropout"], 0.2)
+        rebuilt = type(model).from_config(config)
+        self.assertEqual(rebuilt.target_dropout, 0.2)
+        del config["target_dropout"]  # a config written before the option existed
+        self.assertEqual(type(model).from_config(config).target_dropout, 0.0)
+
+
+class TargetDropoutTrainingTest(tf.test.TestCase):
+
+    def test_resumed_run_hides_the_same_bytes(self):
+        # 3 steps, stop, resume to 6 must equal 6 steps in one go: the mask generator's state
+        # is in the checkpoint.
+        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                    export=False, checkpoint_every=3, target_dropout=0.3,
+                    **dict(TINY, shuffle_buffer=64))
+        straight = self.get_temp_dir() + "/straight"
+        trainer.train_and_evaluate(TrainConfig(model_dir=straight, train_steps=6, **base))
+        resumed = self.get_temp_dir() + "/resumed"
+        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=3, **base))
+        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=6, **base))
+        assert_same_model_weights(self, resumed, straight)
+        # And the option changes training: without it the weights differ.
+        plain = self.get_temp_dir() + "/plain"
+        trainer.train_and_evaluate(TrainConfig(model_dir=plain, train_steps=6,
+                                               **dict(base, target_dropout=0.0)))
+        with self.assertRaises(AssertionError):
+            assert_same_model_weights(self, plain, straight)
