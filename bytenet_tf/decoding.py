@@ -10,7 +10,9 @@ inputs it still needs, so one output byte costs one position per layer: O(L) for
 naive decoder re-runs the whole decoder on the prefix for every byte, O(L^2); it is kept as the
 reference that cached decoding must equal. Here the queues are TensorLists of past steps
 (`_History`), read through a per-row lineage table: a step writes one element and reads two
-per layer, and beam search reorders the table, never the queues.
+per layer, and beam search reorders the table, never the queues. The decoder's input projection
+is split by its inputs (`ByteNet.input_tables`): the encoder output's share is computed once
+per source position and the target embedding's once per id, so a step adds two rows.
 
 **Dynamic unfolding** bounds each row's output at `ceil(unfold_a * bytes + unfold_b) + margin`,
 where `bytes` is the source length without EOS. Decoding stops early once every row has emitted
@@ -60,6 +62,13 @@ def _prepare(model, source, margin, max_output_length, capacity=None):
     encoded = model.encode(source, training=False)
     memory = model.attention_memory(encoded, tf.not_equal(source, PAD_ID))
     return source, limits, steps, encoded, memory
+
+
+def _step_inputs(model, encoded):
+    """What each decoding step reads of the source: the encoder output's share of the input
+    projection and the id table (`ByteNet.input_tables`), or the encoder output and None."""
+    tables = model.input_tables(encoded)
+    return (encoded, None) if tables is None else tables
 
 
 def _encoded_at(encoded, t):
@@ -162,7 +171,7 @@ def _lineage(ancestors, parents):
     return tf.concat([parents[:, tf.newaxis], tf.gather(ancestors, parents)[:, :-1]], axis=1)
 
 
-def _decoder_step(model, encoded_t, previous, handles, t, ancestors, memory):
+def _decoder_step(model, encoded_t, previous, handles, t, ancestors, memory, id_table):
     """`model.decoder_step` with every block reading and writing a `_History`.
 
     Returns:
@@ -171,7 +180,7 @@ def _decoder_step(model, encoded_t, previous, handles, t, ancestors, memory):
     histories = [_History(handle, block.dilated_conv.queue_length, t, ancestors,
                           block.dilated_conv.compute_dtype)
                  for block, handle in zip(model.decoder_blocks, handles)]
-    logits, histories = model.decoder_step(encoded_t, previous, histories, memory, t)
+    logits, histories = model.decoder_step(encoded_t, previous, histories, memory, t, id_table)
     return logits, [history.handle for history in histories]
 
 
@@ -197,6 +206,7 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     """
     source, limits, steps, encoded, memory = _prepare(model, source, margin, max_output_length,
                                                       capacity)
+    encoded, id_table = _step_inputs(model, encoded)
     compact = capacity is None and not return_logits
     batch = tf.shape(source)[0]
     # Unwritten entries stay 0, which is PAD_ID.
@@ -214,7 +224,8 @@ def greedy_decode(model, source, margin=DEFAULT_MARGIN, max_output_length=None,
     def body(t, rows, handles, ids, all_logits):
         index, previous, finished, limits, ancestors, memory = rows
         logits, handles = _decoder_step(model, tf.gather(_encoded_at(encoded, t), index),
-                                        previous, handles, t, ancestors, memory or None)
+                                        previous, handles, t, ancestors, memory or None,
+                                        id_table)
         if return_logits:
             all_logits = all_logits.write(t, logits)
         chosen, finished = _greedy_choice(logits, t, finished, limits, ignore_eos)
@@ -327,6 +338,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         raise ValueError(f"`beam_size` must be >= 1. Received: beam_size={beam_size}")
     source, limits, steps, encoded, memory = _prepare(model, source, margin, max_output_length,
                                                       capacity)
+    encoded, id_table = _step_inputs(model, encoded)
     compact = capacity is None
     batch = tf.shape(source)[0]
     width = capacity if capacity is not None else steps
@@ -363,7 +375,7 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         running = tf.shape(index)[0]
         encoded_t = tf.repeat(tf.gather(_encoded_at(encoded, t), index), k, axis=0)
         logits, handles = _decoder_step(model, encoded_t, previous, handles, t, ancestors,
-                                        memory or None)
+                                        memory or None, id_table)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
         # A finished beam continues with PAD at log-probability 0 and nothing else.

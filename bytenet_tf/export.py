@@ -10,8 +10,11 @@ The serving graph uses core TF ops only (`tf.strings`, `tf.io.decode_raw`), so i
 process that imports nothing but tensorflow. It never fails on an input string: empty strings,
 NUL bytes and invalid UTF-8 translate like any other bytes, and an input longer than
 `max_length - 1` bytes (`model.max_length` counts the EOS) is truncated to its first
-`max_length - 1` bytes before translation. The model is exported with the `reference` ops
-policy (stock ops only) and float32 weights, whatever it was trained with. It computes in
+`max_length - 1` bytes before translation. The model is exported with float32 weights and
+the `cpu` ops policy, whatever it was trained with: stock TensorFlow ops that fuse each bias
+into its matrix product and run the encoder's dilated convolutions as single convolutions
+(`bytenet_tf.ops`; the same translations as the `reference` policy, which `ops_policy` still
+exports, and faster on a CPU). It computes in
 float32 unless `precision="bfloat16"`: then its weights are stored and used in bfloat16 (the
 values that mixed-precision training computes with; logits and beam scores stay float32),
 which decodes faster on CPUs with native bfloat16 and can choose other bytes than float32 where
@@ -37,21 +40,27 @@ from bytenet_tf.models.bytenet import ByteNet
 
 
 PRECISIONS = ("float32", "bfloat16")
+# Ops policies a SavedModel may hold: stock TensorFlow ops only (`bytenet_tf.ops`).
+SERVING_OPS = ("reference", "cpu")
 
 
-def serving_copy(model, precision="float32"):
-    """A `ByteNet` with `model`'s configuration and weights, on the reference ops, computing in
-    `precision` (one of `PRECISIONS`), with its weights in that dtype.
+def serving_copy(model, precision="float32", ops_policy="cpu"):
+    """A `ByteNet` with `model`'s configuration and weights, on the ops `ops_policy` (one of
+    `SERVING_OPS`), computing in `precision` (one of `PRECISIONS`), with its weights in that
+    dtype.
 
     Raises:
-        ValueError: an unknown precision, naming the choices.
+        ValueError: an unknown precision or ops policy, naming the choices.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"`precision` must be one of {', '.join(PRECISIONS)}. Received: "
                          f"precision={precision!r}")
+    if ops_policy not in SERVING_OPS:
+        raise ValueError(f"`ops_policy` must be one of {', '.join(SERVING_OPS)}. Received: "
+                         f"ops_policy={ops_policy!r}")
     config = model.get_config()
     config["dtype"] = precision
-    config["ops_policy"] = "reference"
+    config["ops_policy"] = ops_policy
     clone = ByteNet.from_config(config)
     clone.build()
     clone.set_weights([tf.convert_to_tensor(w) for w in model.get_weights()])
@@ -60,7 +69,7 @@ def serving_copy(model, precision="float32"):
 
 def float32_copy(model):
     """A float32 `ByteNet` with `model`'s configuration and weights, on the reference ops."""
-    return serving_copy(model, "float32")
+    return serving_copy(model, "float32", "reference")
 
 
 def next_version(export_dir):
@@ -73,8 +82,9 @@ def next_version(export_dir):
 def fingerprint(model, **options):
     """SHA-256 of what an export of `model` serves: its config, weights (as float32), `options`.
 
-    The dtype policy and ops policy are left out (every export runs on the reference ops); a
-    bfloat16 export differs from a float32 one by its `precision` option.
+    The dtype policy and ops policy are left out of the config; a bfloat16 export differs from a
+    float32 one by its `precision` option, and an export on the `cpu` ops from one on the
+    `reference` ops by its `ops_policy` option.
     """
     config = {k: v for k, v in model.get_config().items() if k not in ("dtype", "ops_policy")}
     digest = hashlib.sha256(json.dumps([config, options], sort_keys=True, default=str).encode())
@@ -93,7 +103,8 @@ def _newest_export_fingerprint(export_dir):
 
 
 def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENGTH_PENALTY,
-                       jit_compile=False, version=None, precision="float32"):
+                       jit_compile=False, version=None, precision="float32",
+                       ops_policy="cpu"):
     """Exports `model` as a translating SavedModel under `export_dir/<version>/`.
 
     Args:
@@ -103,6 +114,8 @@ def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENG
         version: int, or None for one more than the largest version there. With None, if the
             newest version holds the same weights and options, nothing is written.
         precision: "float32" (the default) or "bfloat16" (see the module docstring).
+        ops_policy: one of `SERVING_OPS`, how the SavedModel computes (see the module
+            docstring).
 
     Returns:
         The version directory's path (the existing one when nothing was written).
@@ -110,6 +123,8 @@ def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENG
     options = {"beam_size": beam_size, "length_alpha": length_alpha, "jit_compile": jit_compile}
     if precision != "float32":  # float32 exports keep the fingerprints they always had
         options["precision"] = precision
+    if ops_policy != "reference":  # and so do exports on the reference ops
+        options["ops_policy"] = ops_policy
     export_print = fingerprint(model, **options)
     if version is None:
         newest, newest_print = _newest_export_fingerprint(export_dir)
@@ -123,7 +138,8 @@ def export_saved_model(model, export_dir, beam_size=1, length_alpha=DEFAULT_LENG
         raise FileExistsError(f"{final} already exists; export to a new version.")
     staging = os.path.join(export_dir, f".tmp-{version}")
     shutil.rmtree(staging, ignore_errors=True)
-    translator = Translator(serving_copy(model, precision), beam_size, length_alpha, jit_compile)
+    translator = Translator(serving_copy(model, precision, ops_policy), beam_size, length_alpha,
+                            jit_compile)
     tf.saved_model.save(translator, staging,
                         signatures={"serving_default": translator.translate})
     extra = os.path.join(staging, "assets.extra")

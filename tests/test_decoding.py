@@ -52,6 +52,31 @@ class CachedDecodingTest(parameterized.TestCase, tf.test.TestCase):
         self.assertAllEqual(cached_ids, naive_ids)
         self.assertAllClose(cached_logits, naive_logits, atol=1e-4, rtol=0)
 
+    @parameterized.named_parameters(("float32", "float32"), ("mixed_bfloat16", "mixed_bfloat16"))
+    def test_input_tables_add_up_to_the_input_projection(self, dtype):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=24, num_stacks=1, seed=3,
+                                       dtype=dtype)
+        source = _sources()
+        encoded = model.encode(source)
+        source_share, id_table = model.input_tables(encoded)
+        ids = tf.constant(np.random.default_rng(0).integers(
+            0, byte_codec.VOCAB_SIZE, size=encoded.shape[:2]), tf.int32)
+        projected = model.decoder_input(tf.concat([encoded, model.target_embedding(ids)], -1))
+        tolerance = 1e-5 if dtype == "float32" else 0.1
+        self.assertAllClose(tf.cast(source_share + tf.gather(id_table, ids), tf.float32),
+                            tf.cast(projected, tf.float32), atol=tolerance, rtol=0)
+        # Zero encoder output (past the source end) has a zero share.
+        self.assertAllEqual(model.input_tables(tf.zeros_like(encoded))[0],
+                            tf.zeros_like(source_share))
+
+    def test_thesis_layout_has_no_input_tables_and_decodes_as_naively(self):
+        model = bytenet_tf.build_model("bytenet_selu_thesis", hidden_size=12, num_stacks=1,
+                                       seed=3)
+        source = _sources()
+        self.assertIsNone(model.input_tables(model.encode(source)))
+        self.assertAllEqual(decoding.greedy_decode(model, source, max_output_length=30),
+                            decoding.naive_greedy_decode(model, source, max_output_length=30))
+
     def test_xla_compiled_decoding_equals_graph_mode(self):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1, seed=0)
         source = _sources()

@@ -152,6 +152,26 @@ class ExportTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "float32, bfloat16.*'float16'"):
             export.export_saved_model(model, base, precision="float16")
 
+    def test_cpu_ops_export_translates_as_the_reference_ops_do(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=32, num_stacks=1,
+                                       max_length=48, seed=2)
+        base = os.path.join(self.get_temp_dir(), "ops")
+        sources = [b"Ein Hund l\xc3\xa4uft.", b"", b"\xff\x00", b"Zwei Katzen" * 3,
+                   b"x" * 200]
+        for beam_size in (1, 3):
+            paths = {policy: export.export_saved_model(model, base, beam_size=beam_size,
+                                                       ops_policy=policy)
+                     for policy in export.SERVING_OPS}
+            self.assertNotEqual(paths["cpu"], paths["reference"])  # another option
+            with open(os.path.join(paths["cpu"], "assets.extra", "bytenet_config.json")) as f:
+                self.assertEqual(json.load(f)["ops_policy"], "cpu")
+            outputs = {policy: inference.translate_list(
+                tf.saved_model.load(path).signatures["serving_default"], sources)
+                for policy, path in paths.items()}
+            self.assertEqual(outputs["cpu"], outputs["reference"])
+        with self.assertRaisesRegex(ValueError, "reference, cpu.*'cpu_fused'"):
+            export.export_saved_model(model, base, ops_policy="cpu_fused")
+
     def test_xla_compiled_export_translates_like_graph_mode(self):
         path = export.export_saved_model(self.model, os.path.join(self.get_temp_dir(), "xla"),
                                          jit_compile=True)

@@ -305,6 +305,33 @@ class ByteNet(keras.Model):
             return self.decoder_input_projection.project_position(x)
         return self.decoder_input_projection(x)
 
+    def input_tables(self, encoded):
+        """The decoder input projection split by its two inputs, for cached decoding.
+
+        `decoder_input([e, embedding(id)])` is `e @ W_source + embedding(id) @ W_target + b`.
+        Cached decoding computes the first term once for every source position, and the rest
+        once for every id, instead of one product of both per position and beam.
+
+        Args:
+            encoded: `(batch, S, hidden_size)` from `encode`.
+
+        Returns:
+            `(source_share, id_table)`: `(batch, S, hidden_size)`, zero where `encoded` is
+            (past the end of the source), and `(VOCAB_SIZE, hidden_size)`; or None for the
+            thesis layout, whose decoder reads the concatenation itself.
+        """
+        if self.decoder_input_projection is None:
+            return None
+        projection = self.decoder_input_projection
+        matrix = kops.cast(projection.matrix, self.compute_dtype)
+        source_share = kops.matmul(kops.cast(encoded, self.compute_dtype),
+                                   matrix[:self.hidden_size])
+        embeddings = kops.cast(self.target_embedding.embeddings, self.compute_dtype)
+        id_table = kops.matmul(embeddings, matrix[self.hidden_size:])
+        if projection.use_bias:
+            id_table = id_table + kops.cast(projection.bias, self.compute_dtype)
+        return source_share, id_table
+
     def attention_memory(self, encoded, source_mask=None):
         """What `decoder_step` needs of the whole source: the cross-attention's keys, values and
         mask bias (`CrossAttention.memory`), or None for a model without cross-attention."""
@@ -359,17 +386,21 @@ class ByteNet(keras.Model):
         """Zero queues of every decoder block, for `decoder_step`."""
         return [block.initial_state(batch_size) for block in self.decoder_blocks]
 
-    def decoder_step(self, encoded_t, previous_ids, state, memory=None, position=None):
+    def decoder_step(self, encoded_t, previous_ids, state, memory=None, position=None,
+                     id_table=None):
         """One decoder position at inference, with cached convolution queues.
 
         Args:
             encoded_t: `(batch, hidden_size)`, the encoder output at this position (zeros past
-                the end of the source).
+                the end of the source); with `id_table`, its share of the input projection
+                there instead (`input_tables`).
             previous_ids: int32 `(batch,)`, the byte before the one to predict (BOS_ID at first).
             state: per block, a queue that `DilatedConv1D.step` takes (`initial_decoder_state`).
             memory: `attention_memory` of the source (needed with cross-attention), or None.
             position: int32 scalar, this step's target position, at every step or none: it
                 makes the queues ring buffers (`DilatedConv1D.step`); position encodings need it.
+            id_table: the id table of `input_tables`, or None to project `[encoded_t,
+                embedding]` here.
 
         Returns:
             `(logits, new_state)` with float32 logits of shape `(batch, VOCAB_SIZE)`.
@@ -377,8 +408,12 @@ class ByteNet(keras.Model):
         if self.attention is not None and memory is None:
             raise ValueError("This model has cross-attention: pass decoder_step the source's "
                              "`memory=model.attention_memory(encoded, source_mask)`.")
-        x = self.decoder_input(kops.concatenate(
-            [kops.cast(encoded_t, self.compute_dtype), self.target_embedding(previous_ids)], -1))
+        if id_table is None:
+            x = self.decoder_input(kops.concatenate(
+                [kops.cast(encoded_t, self.compute_dtype), self.target_embedding(previous_ids)],
+                -1))
+        else:
+            x = kops.cast(encoded_t, self.compute_dtype) + kops.take(id_table, previous_ids, 0)
         new_state = []
         for index, (block, queue) in enumerate(zip(self.decoder_blocks, state)):
             x, queue = block.step(x, queue, position)

@@ -146,6 +146,9 @@ class CpuOps(ReferenceOps):
     def dense(self, inputs, kernel, bias=None):
         """See `ReferenceOps.dense`; one 2-D MatMul (+ BiasAdd), the fastest 1x1 form here."""
         kernel = tf.cast(kernel, inputs.dtype)
+        if inputs.shape.rank == 2:  # one decoding step's rows: no reshapes
+            return tf.matmul(inputs, kernel) if bias is None \
+                else _dense_2d(inputs, kernel, tf.cast(bias, inputs.dtype))
         shape = tf.shape(inputs)
         # A reshape to 2-D: grappler fuses MatMul + BiasAdd into one oneDNN call.
         flat = tf.reshape(inputs, [-1, kernel.shape[0]])
