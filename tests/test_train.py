@@ -567,6 +567,8 @@ class ConfigurationSourceTest(tf.test.TestCase):
                       flags.FLAGS["weight_decay"].help)
         self.assertIn(f"text preset: the model's, 2 with a time budget under {bound:g} s).",
                       flags.FLAGS["num_stacks"].help)
+        self.assertIn(f"text preset: 0.1, 0.2 with a time budget under {bound:g} s).",
+                      flags.FLAGS["label_smoothing"].help)
         self.assertEqual(flags.FLAGS["ops_policy"].parser.enum_values,
                          ["auto", "reference", "cpu", "cpu_fused"])
 
