@@ -1,6 +1,6 @@
 """The throughput, gate-cost, kernel-cost, optimizer-cost, product-shape and profile benchmarks
-run, at a tiny size, and end with the JSON they promise. They run side by side: these tests check what they report, not how fast
-the machine is."""
+(of training and of translating) run, at a tiny size, and end with the JSON they promise. They
+run side by side: these tests check what they report, not how fast the machine is."""
 
 import importlib.util
 import json
@@ -55,6 +55,10 @@ def _commands(folder):
                                   "--reps=2", "--rounds=2", "--peak_size=256"), env),
         "profile_train_step": (_script("profile_train_step.py", *float32,
                                        f"--logdir={folder}/profile"), env),
+        "profile_translate": (_script("profile_translate.py", f"--saved_model={beam}",
+                                      "--sentences=5", "--top=100",
+                                      f"--logdir={folder}/profile_translate"),
+                              env),
         "translate_speed": (_script("translate_speed.py", f"--saved_model={greedy}",
                                     f"--saved_model={beam}", "--rounds=2", "--captions=6",
                                     "--news=4", "--batch_size=4"), env),
@@ -257,6 +261,16 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         self.assertGreater(result["wall_ms_per_step"], 0)
         self.assertTrue(any("MatMul" in op for op in result["op_ms_per_step"]),
                         result["op_ms_per_step"])
+
+    def test_translate_profile_lists_the_decoding_ops(self):
+        result = _last_json("profile_translate")
+        self.assertEqual(result["sentences"], 5)
+        self.assertGreater(result["seconds"], 0)
+        ops = {row["op"]: row for row in result["ops"]}
+        # The decoder step's products and beam search's choice, each called once per step.
+        self.assertTrue(any("MatMul" in op for op in ops), ops)
+        self.assertIn("TopKV2", ops)
+        self.assertGreater(ops["TopKV2"]["calls"], 1)
 
     def test_translate_speed_reports_speed_and_flop_share_per_export(self):
         result = _last_json("translate_speed")

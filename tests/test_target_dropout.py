@@ -9,7 +9,7 @@ from bytenet_tf.training.config import TrainConfig
 from bytenet_tf.vocabulary import BOS_ID
 from pipelines import datasets
 from tests.conftest import synthetic_batch
-from tests.test_train import TINY, assert_same_model_weights
+from tests.test_train import TINY, assert_same_model_weights, resume_and_compare
 
 SMALL = dict(hidden_size=16, num_stacks=1, dropout_rate=0.0, seed=1)
 
@@ -107,20 +107,14 @@ class TargetDropoutModelTest(tf.test.TestCase):
 class TargetDropoutTrainingTest(tf.test.TestCase):
 
     def test_resumed_run_hides_the_same_bytes(self):
-        # 3 steps, stop, resume to 6 must equal 6 steps in one go: the mask generator's state
-        # is in the checkpoint.
-        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
-                    export=False, checkpoint_every=3, target_dropout=0.3,
-                    **dict(TINY, shuffle_buffer=64))
-        straight = self.get_temp_dir() + "/straight"
-        trainer.train_and_evaluate(TrainConfig(model_dir=straight, train_steps=6, **base))
-        resumed = self.get_temp_dir() + "/resumed"
-        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=3, **base))
-        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=6, **base))
-        assert_same_model_weights(self, resumed, straight)
+        # The mask generator's state is in the checkpoint: a resumed run equals one that never
+        # stopped.
+        straight = resume_and_compare(self, target_dropout=0.3)
         # And the option changes training: without it the weights differ.
         plain = self.get_temp_dir() + "/plain"
-        trainer.train_and_evaluate(TrainConfig(model_dir=plain, train_steps=6,
-                                               **dict(base, target_dropout=0.0)))
+        trainer.train_and_evaluate(TrainConfig(
+            model_dir=plain, train_steps=6, export=False, checkpoint_every=3,
+            data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+            **dict(TINY, shuffle_buffer=64)))
         with self.assertRaises(AssertionError):
             assert_same_model_weights(self, plain, straight)

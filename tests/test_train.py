@@ -51,6 +51,20 @@ def assert_same_model_weights(test, got_dir, want_dir, atol=1e-6):
         test.assertAllClose(got.get_tensor(name), want.get_tensor(name), atol=atol, msg=name)
 
 
+def resume_and_compare(test, **overrides):
+    """Trains 6 digits steps in one go, and 3 then 3 more after a restart, with `overrides`;
+    fails unless both end with the same weights. Returns the uninterrupted run's model_dir."""
+    base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+                export=False, checkpoint_every=3, **dict(TINY, shuffle_buffer=64), **overrides)
+    straight = test.get_temp_dir() + "/straight"
+    trainer.train_and_evaluate(TrainConfig(model_dir=straight, train_steps=6, **base))
+    resumed = test.get_temp_dir() + "/resumed"
+    trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=3, **base))
+    trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=6, **base))
+    assert_same_model_weights(test, resumed, straight)
+    return straight
+
+
 class TrainEndToEndTest(tf.test.TestCase):
 
     def test_digits_run_trains_validates_and_exports(self):
@@ -119,14 +133,7 @@ class TrainEndToEndTest(tf.test.TestCase):
     def test_resumed_run_continues_the_same_data_stream(self):
         # 3 steps, stop, resume to 6 must equal 6 steps in one go: same weights, so the model,
         # the optimizer, the dropout seeds and the data iterator all continued.
-        base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
-                    export=False, checkpoint_every=3, **dict(TINY, shuffle_buffer=64))
-        straight = self.get_temp_dir() + "/straight"
-        trainer.train_and_evaluate(TrainConfig(model_dir=straight, train_steps=6, **base))
-        resumed = self.get_temp_dir() + "/resumed"
-        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=3, **base))
-        trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=6, **base))
-        assert_same_model_weights(self, resumed, straight)
+        resume_and_compare(self)
 
     def test_rerun_of_a_finished_run_exports_no_new_version(self):
         model_dir = self.get_temp_dir() + "/reexport"
