@@ -54,10 +54,13 @@ def _pairs_from_lists(sources, targets):
                                                tf.constant(targets, tf.string)))
 
 
-def load_pairs_with_stats(spec, split="train"):
+def load_pairs_with_stats(spec, split="train", in_memory_up_to=0):
     """Returns `(pairs, stats)`: a `tf.data.Dataset` of `(source, target)` scalar strings for
     `split`, and the `pipelines.text.ParallelStats` of local files (lines, kept, empty pairs
     skipped), or None where the source has no such count (tfds, digits).
+
+    Local files (`text`, `newstest`) with at most `in_memory_up_to` pairs are read into memory
+    (`text.parallel_text_dataset`); digits always are.
 
     For `digits` the source is the digit words and the target the digits, whatever the
     languages; `validation` and `test` are the same held-out numbers.
@@ -77,11 +80,12 @@ def load_pairs_with_stats(spec, split="train"):
         else:
             raise ConfigError("dataset='text' has no validation files; pass `valid_source_file` "
                              "and `valid_target_file`.")
-        return text.parallel_text_dataset(*files)
+        return text.parallel_text_dataset(*files, in_memory_up_to=in_memory_up_to)
     if spec.dataset == "newstest":
         source_file, reference_file = newstest.newstest_files(
             spec.newstest_year, spec.source_lang, spec.target_lang, spec.data_dir)
-        return text.parallel_text_dataset(source_file, reference_file)
+        return text.parallel_text_dataset(source_file, reference_file,
+                                          in_memory_up_to=in_memory_up_to)
     if spec.dataset == "wmt14":
         return tfds_sources.wmt14_pairs(split, spec.source_lang, spec.target_lang,
                                         spec.data_dir, spec.download), None
@@ -105,6 +109,10 @@ def take_pairs(spec, split, limit):
 
 
 def make_dataset(spec, config, split="train", input_context=None, length_filter=None):
-    """Padded training batches of `spec`'s `split` through `preprocessing.make_batches`."""
-    return preprocessing.make_batches(load_pairs(spec, split), config, input_context,
-                                      length_filter)
+    """Padded training batches of `spec`'s `split` through `preprocessing.make_batches`.
+
+    As in bytenet-train, local files that `config.shuffle_buffer` would hold whole are read into
+    memory, so each epoch is a permutation of them (`preprocessing.permuted_epochs`).
+    """
+    pairs, _ = load_pairs_with_stats(spec, split, in_memory_up_to=config.shuffle_buffer)
+    return preprocessing.make_batches(pairs, config, input_context, length_filter)

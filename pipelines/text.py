@@ -104,14 +104,25 @@ def _line_dataset(path):
     return tf.data.TextLineDataset(path, compression_type=compression)
 
 
-def parallel_text_dataset(source_file, target_file):
-    """Streams a pair of line-aligned files as a dataset of `(source, target)` strings.
+def parallel_text_dataset(source_file, target_file, in_memory_up_to=0):
+    """A pair of line-aligned files as a dataset of `(source, target)` strings.
+
+    Args:
+        source_file, target_file: the files (plain or .gz).
+        in_memory_up_to: int; files with at most this many non-empty pairs are read into memory,
+            so that the dataset knows its cardinality and `preprocessing.make_batches` can
+            permute whole epochs. Larger files (and 0) are streamed.
 
     Returns:
         `(dataset, stats)`: a `tf.data.Dataset` of scalar tf.string pairs without the empty
-        pairs, and the `ParallelStats` of the check pass.
+        pairs, in file order, and the `ParallelStats` of the check pass.
     """
     stats = check_parallel_files(source_file, target_file)
+    if stats.kept <= in_memory_up_to:
+        pairs = [(s, t) for s, t in zip(_lines(source_file), _lines(target_file)) if s and t]
+        sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
+        return tf.data.Dataset.from_tensor_slices((tf.constant(sources, tf.string),
+                                                   tf.constant(targets, tf.string))), stats
     dataset = tf.data.Dataset.zip((_line_dataset(source_file), _line_dataset(target_file)))
     dataset = dataset.filter(lambda s, t: tf.logical_and(tf.strings.length(s) > 0,
                                                          tf.strings.length(t) > 0))

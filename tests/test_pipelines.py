@@ -134,6 +134,28 @@ class TextFilesTest(tf.test.TestCase):
         self.assertEqual(stats.lines, 2)
         self.assertEqual(list(dataset.as_numpy_iterator()), [(b"eins", b"one"), (b"zwei", b"two")])
 
+    def test_files_read_into_memory_give_the_streamed_pairs(self):
+        tmp = self.get_temp_dir()
+        cases = {"empty lines": (b"eins\n\ndrei\nvier\n", b"one\ntwo\n\nfour\n"),
+                 "separators": ("a\u2028b\x85c\x0cd".encode() + b"\nzwei\n", b"one\ntwo\n"),
+                 "raw bytes": (b"\xff\xfe ok\x00\n", b"\xc3(\n"),
+                 "crlf, no final newline": (b"eins\r\nzwei\r\n", b"one\ntwo")}
+        for name, (source_bytes, target_bytes) in cases.items():
+            with self.subTest(name):
+                source = _write(os.path.join(tmp, "m.de"), source_bytes)
+                target = _write(os.path.join(tmp, "m.en"), target_bytes)
+                streamed, stats = text.parallel_text_dataset(source, target)
+                held, held_stats = text.parallel_text_dataset(source, target,
+                                                              in_memory_up_to=stats.kept)
+                self.assertEqual(held_stats, stats)
+                self.assertEqual(int(held.cardinality()), stats.kept)
+                self.assertEqual(list(held.as_numpy_iterator()),
+                                 list(streamed.as_numpy_iterator()))
+                # One pair more than the bound allows: streamed, so its length is unknown.
+                larger, _ = text.parallel_text_dataset(source, target,
+                                                       in_memory_up_to=stats.kept - 1)
+                self.assertEqual(int(larger.cardinality()), tf.data.UNKNOWN_CARDINALITY)
+
     def test_missing_file_names_the_path_and_the_fix(self):
         with self.assertRaisesRegex(FileNotFoundError, r"/nowhere/x\.de does not exist\. Pass "
                                                        r"two existing, line-aligned parallel"):
@@ -270,3 +292,87 @@ class PreprocessingTest(tf.test.TestCase):
         decoded = byte_codec.decode(labels).numpy()
         self.assertTrue(all(d.isdigit() for d in decoded))
         self.assertEqual(np.asarray(features["source"]).dtype, np.int32)
+
+
+def _epochs(dataset, count, epochs):
+    """The first `epochs` epochs of `count` elements of a dataset of scalar pairs."""
+    items = [(int(a), int(b)) for a, b in dataset.take(count * epochs).as_numpy_iterator()]
+    return [items[i * count:(i + 1) * count] for i in range(epochs)]
+
+
+def _numbered(count):
+    return tf.data.Dataset.from_tensor_slices((tf.range(count), tf.range(count) * 10))
+
+
+class PermutedEpochsTest(tf.test.TestCase):
+
+    def test_each_epoch_holds_every_pair_once_in_its_own_order(self):
+        count = 997  # not a power of two: the permutation's range is not a round number
+        epochs = _epochs(preprocessing.permuted_epochs(_numbered(count), count, seed=3), count, 3)
+        for epoch in epochs:
+            self.assertEqual(sorted(epoch), [(i, 10 * i) for i in range(count)])
+        self.assertNotEqual(epochs[0], epochs[1])
+        self.assertNotEqual(epochs[1], epochs[2])
+        self.assertNotEqual([a for a, _ in epochs[0]], list(range(count)))
+
+    def test_seeded(self):
+        def first(seed):
+            return _epochs(preprocessing.permuted_epochs(_numbered(50), 50, seed), 50, 2)
+        self.assertEqual(first(1), first(1))
+        self.assertNotEqual(first(1), first(2))
+
+    def test_one_epoch_without_repeat_and_a_single_pair(self):
+        once = preprocessing.permuted_epochs(_numbered(40), 40, seed=0, repeat=False)
+        self.assertEqual(sorted(int(a) for a, _ in once.as_numpy_iterator()), list(range(40)))
+        single = preprocessing.permuted_epochs(_numbered(1), 1, seed=0)
+        self.assertEqual(_epochs(single, 1, 3), [[(0, 0)]] * 3)
+
+    def test_make_batches_permutes_when_the_buffer_would_hold_every_pair(self):
+        count = 300
+        pairs = tf.data.Dataset.from_tensor_slices(
+            ([b"%d" % i for i in range(count)], [b"x" * (1 + i % 7) for i in range(count)]))
+        for buffer in (count, 10 * count):
+            with self.subTest(shuffle_buffer=buffer):
+                config = preprocessing.PipelineConfig(batch_size=count, bucketing=False,
+                                                      shuffle_buffer=buffer, seed=5)
+                features, _ = next(iter(preprocessing.make_batches(pairs, config)))
+                sources = byte_codec.decode(features["source"]).numpy()
+                expected = [int(a) for a, _ in preprocessing.permuted_epochs(
+                    pairs, count, 5).take(count).as_numpy_iterator()]
+                self.assertEqual([int(s) for s in sources], expected)
+
+    def _iterator_checkpoint(self, pairs, count, buffer, steps):
+        config = preprocessing.PipelineConfig(tokens_per_batch=512, shuffle_buffer=buffer,
+                                              seed=2)
+        iterator = iter(preprocessing.make_batches(pairs, config))
+        for _ in range(steps):
+            next(iterator)
+        path = tf.train.Checkpoint(iterator=iterator).write(
+            os.path.join(self.get_temp_dir(), f"it_{count}_{buffer}"))
+        size = sum(os.path.getsize(os.path.join(os.path.dirname(path), name))
+                   for name in os.listdir(os.path.dirname(path))
+                   if name.startswith(os.path.basename(path)))
+        after = _batches_as_bytes_iterator(iterator, 5)
+        resumed = iter(preprocessing.make_batches(pairs, config))
+        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
+        return size, after, _batches_as_bytes_iterator(resumed, 5)
+
+    def test_checkpointed_stream_resumes_exactly_and_stays_small(self):
+        sizes = {}
+        for count in (2000, 8000):
+            pairs = tf.data.Dataset.from_tensor_slices(
+                ([b"quelle %d " % i * 3 for i in range(count)],
+                 [b"target %d" % i for i in range(count)]))
+            for buffer, kind in ((count, "permuted"), (count // 2, "buffer")):
+                size, after, resumed = self._iterator_checkpoint(pairs, count, buffer, steps=7)
+                self.assertEqual(resumed, after, (count, kind))
+                sizes[count, kind] = size
+        # A buffer's state grows with the pairs it holds; the permutation's does not.
+        self.assertGreater(sizes[8000, "buffer"], 3 * sizes[2000, "buffer"])
+        self.assertLess(sizes[8000, "permuted"], 1.2 * sizes[2000, "permuted"])
+        self.assertLess(sizes[8000, "permuted"], sizes[8000, "buffer"] / 10)
+
+
+def _batches_as_bytes_iterator(iterator, count):
+    return [(f["source"].numpy().tobytes(), l.numpy().tobytes())
+            for f, l in (next(iterator) for _ in range(count))]

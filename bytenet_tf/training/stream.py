@@ -50,7 +50,10 @@ class TrainingStream:
             unicode_normalization=config.unicode_normalization, seed=seed)
 
         def dataset_fn(input_context):
-            pairs, stats = datasets.load_pairs_with_stats(config.data, "train")
+            # Training files the shuffle buffer would hold whole are read into memory, where
+            # each epoch is permuted without a buffer (`preprocessing.permuted_epochs`).
+            pairs, stats = datasets.load_pairs_with_stats(
+                config.data, "train", in_memory_up_to=config.shuffle_buffer)
             if stats is not None:
                 self.stats.append(stats)
             return preprocessing.make_batches(pairs, pipeline, input_context, self.length_filter)
