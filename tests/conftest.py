@@ -72,6 +72,28 @@ def synthetic_batch(count=4, max_bytes=40, seed=0):
     return byte_codec.frame_batch(sources, targets)
 
 
+def model_inputs(source, target):
+    """The `{"source", "target"}` int32 tensors a ByteNet model is called on."""
+    import tensorflow as tf
+    return {"source": tf.constant(source, tf.int32), "target": tf.constant(target, tf.int32)}
+
+
+def assert_past_ignores_future(test, logits_of, changed_from=12):
+    """Fails unless the logits before position `changed_from` stay the same when the target
+    bytes from there on are redrawn, and the later ones change.
+
+    `logits_of(source, target)`: the logits of a synthetic batch (4 pairs of up to 30 bytes).
+    """
+    source, target, _ = synthetic_batch(4, 30)
+    target = np.array(target)
+    changed = target.copy()
+    changed[:, changed_from:] = np.random.default_rng(0).integers(
+        3, 259, size=changed[:, changed_from:].shape)
+    before, after = logits_of(source, target), logits_of(source, changed)
+    test.assertAllClose(before[:, :changed_from], after[:, :changed_from], atol=1e-5)
+    test.assertNotAllClose(before[:, changed_from:], after[:, changed_from:])
+
+
 def write_parallel_files(directory, count, seed=0, name="synthetic"):
     """Writes `count` synthetic line-aligned pairs (no empty pair, no b"\\n" inside a line)."""
     sources = [line or b"leer" for line in synthetic_lines(count, seed)]

@@ -43,6 +43,8 @@ def _commands(folder):
     beam = export.export_saved_model(model, folder + "/beam", beam_size=2)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=PROJECT_ROOT)
     float32 = TINY + ["--precision=float32"]
+    fixture = [f"--source_file={deen_path('fixture-small.de')}",
+               f"--target_file={deen_path('fixture-small.en')}"]
     runs = {
         "train_throughput": (_script("train_throughput.py", *float32, "--dropout_rate=0"), env),
         "train_throughput_one_thread": (_script("train_throughput.py", *float32),
@@ -59,6 +61,10 @@ def _commands(folder):
                                       "--sentences=5", "--top=100",
                                       f"--logdir={folder}/profile_translate"),
                               env),
+        "checkpoint_cost": (_script("checkpoint_cost.py", *fixture, "--shuffle_buffer=1000",
+                                    "--rounds=2", "--batches=3"), env),
+        "checkpoint_cost_small_buffer": (_script("checkpoint_cost.py", *fixture,
+                                                 "--shuffle_buffer=499"), env),
         "translate_speed": (_script("translate_speed.py", f"--saved_model={greedy}",
                                     f"--saved_model={beam}", "--rounds=2", "--captions=6",
                                     "--news=4", "--batch_size=4"), env),
@@ -151,6 +157,24 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         self.assertTrue(new_ops <= op_types(swap=False))
         self.assertFalse(new_ops & op_types(swap=True))
         self.assertIn("BytenetSelu", op_types(swap=True))
+
+    def test_checkpoint_cost_writes_both_streams_and_the_permutation_is_smaller(self):
+        result = _last_json("checkpoint_cost")
+        self.assertEqual(result["pairs"], 500)
+        for name in ("buffer", "permuted"):
+            self.assertLen(result["write_seconds_per_round"][name], 2)
+            self.assertGreater(result["checkpoint_bytes"][name], 0)
+        self.assertLess(result["checkpoint_bytes"]["permuted"],
+                        result["checkpoint_bytes"]["buffer"])
+        self.assertAllClose(result["permuted_over_buffer_write"],
+                            result["write_seconds_median"]["permuted"]
+                            / result["write_seconds_median"]["buffer"])
+
+    def test_checkpoint_cost_refuses_a_buffer_smaller_than_the_data(self):
+        _last_json("checkpoint_cost")  # starts every run
+        completed = _runs["checkpoint_cost_small_buffer"]
+        self.assertEqual(completed.returncode, 2)
+        self.assertIn("500 pairs, more than --shuffle_buffer=499", completed.stderr)
 
     def test_optimizer_cost_times_both_optimizers_on_the_same_update(self):
         result = _last_json("optimizer_cost")

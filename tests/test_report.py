@@ -251,3 +251,24 @@ class WeightDecaySectionTest(tf.test.TestCase):
         self.assertIn("| 0.1 | 3,000 | 0.980 | 1.0500 (1.0500, 3,000) | 12.50 | 22.72 (42.0) |",
                       rows[1])
         self.assertIn("| 0.3 | 2,800 of 3,000, ended by its --minutes |", rows[2])
+
+
+class CheckpointSectionTest(tf.test.TestCase):
+
+    def test_both_streams_show_their_write_times_and_sizes(self):
+        from experiments.reports import speed
+
+        result = {"command": "python benchmarks/checkpoint_cost.py", "commit": "abc",
+                  "cpu": "some CPU", "pairs": 1500, "shuffle_buffer": 2000,
+                  "tokens_per_batch": 512, "rounds": 2, "batches_between_writes": 3,
+                  "seconds_to_first_batch": {"buffer": 4.25, "permuted": 0.5},
+                  "write_seconds_per_round": {"buffer": [1.5, 1.7], "permuted": [0.01, 0.02]},
+                  "write_seconds_median": {"buffer": 1.6, "permuted": 0.015},
+                  "checkpoint_bytes": {"buffer": 38_900_000, "permuted": 410_000}}
+        lines = speed.checkpoint_section(result)
+        self.assertIn("Command: `python benchmarks/checkpoint_cost.py` at commit `abc`.", lines)
+        self.assertIn("| a shuffle buffer holding every pair | 4.2 s | 1.600 s | 1.500, 1.700 "
+                      "| 38,900,000 |", lines)
+        self.assertIn("| the pairs in memory, each epoch permuted | 0.5 s | 0.015 s | 0.010, "
+                      "0.020 | 410,000 |", lines)
+        self.assertIn("1,500 training pairs, shuffle buffer 2,000", lines[3])

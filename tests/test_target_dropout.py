@@ -4,18 +4,11 @@ import numpy as np
 import tensorflow as tf
 
 import bytenet_tf
-from bytenet_tf.training import trainer
-from bytenet_tf.training.config import TrainConfig
 from bytenet_tf.vocabulary import BOS_ID
-from pipelines import datasets
-from tests.conftest import synthetic_batch
-from tests.test_train import TINY, assert_same_model_weights, resume_and_compare
+from tests.conftest import assert_past_ignores_future, model_inputs, synthetic_batch
+from tests.test_train import assert_same_model_weights, resume_and_compare, train_digits
 
 SMALL = dict(hidden_size=16, num_stacks=1, dropout_rate=0.0, seed=1)
-
-
-def _inputs(source, target):
-    return {"source": tf.constant(source, tf.int32), "target": tf.constant(target, tf.int32)}
 
 
 class TargetDropoutModelTest(tf.test.TestCase):
@@ -29,8 +22,8 @@ class TargetDropoutModelTest(tf.test.TestCase):
         source, target, _ = synthetic_batch(3, 20)
         dropped = bytenet_tf.build_model("bytenet_selu", target_dropout=0.5, **SMALL)
         plain = bytenet_tf.build_model("bytenet_selu", **SMALL)
-        self.assertAllEqual(dropped(_inputs(source, target), training=False),
-                            plain(_inputs(source, target), training=False))
+        self.assertAllEqual(dropped(model_inputs(source, target), training=False),
+                            plain(model_inputs(source, target), training=False))
 
     def test_hidden_bytes_read_as_zero_embeddings(self):
         # At a rate this close to 1 every byte after BOS is hidden: the model must then compute
@@ -42,17 +35,17 @@ class TargetDropoutModelTest(tf.test.TestCase):
         only_bos = np.zeros_like(table)
         only_bos[BOS_ID] = table[BOS_ID]
         plain.target_embedding.embeddings.assign(only_bos)
-        self.assertAllClose(dropped(_inputs(source, target), training=True),
-                            plain(_inputs(source, target), training=True), atol=1e-6)
+        self.assertAllClose(dropped(model_inputs(source, target), training=True),
+                            plain(model_inputs(source, target), training=True), atol=1e-6)
         # And it differs from reading the bytes.
-        self.assertNotAllClose(dropped(_inputs(source, target), training=True),
-                               dropped(_inputs(source, target), training=False))
+        self.assertNotAllClose(dropped(model_inputs(source, target), training=True),
+                               dropped(model_inputs(source, target), training=False))
 
     def test_first_position_is_never_hidden(self):
         source, target, _ = synthetic_batch(4, 20)
         model = bytenet_tf.build_model("bytenet_selu", target_dropout=0.9, **SMALL)
-        trained = model(_inputs(source, target), training=True)
-        inferred = model(_inputs(source, target), training=False)
+        trained = model(model_inputs(source, target), training=True)
+        inferred = model(model_inputs(source, target), training=False)
         # Position 0 reads BOS and the encoder's position 0 only (the decoder is causal).
         self.assertAllClose(trained[:, 0], inferred[:, 0], atol=1e-6)
         self.assertNotAllClose(trained[:, 1:], inferred[:, 1:])
@@ -82,17 +75,11 @@ class TargetDropoutModelTest(tf.test.TestCase):
     def test_future_targets_do_not_change_past_logits_in_training(self):
         # Two models of one seed draw the same mask on their first call, so the only difference
         # between the calls is the changed future.
-        source, target, _ = synthetic_batch(4, 30)
-        target = np.array(target)
-        j = 12
-        changed = target.copy()
-        changed[:, j:] = np.random.default_rng(0).integers(3, 259, size=changed[:, j:].shape)
-        before = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)(
-            _inputs(source, target), training=True)
-        after = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)(
-            _inputs(source, changed), training=True)
-        self.assertAllClose(before[:, :j], after[:, :j], atol=1e-5)
-        self.assertNotAllClose(before[:, j:], after[:, j:])
+        def logits_of(source, target):
+            model = bytenet_tf.build_model("bytenet_selu", target_dropout=0.3, **SMALL)
+            return model(model_inputs(source, target), training=True)
+
+        assert_past_ignores_future(self, logits_of)
 
     def test_config_keeps_the_rate_and_old_configs_have_none(self):
         model = bytenet_tf.build_model("bytenet_selu", target_dropout=0.2, **SMALL)
@@ -112,9 +99,6 @@ class TargetDropoutTrainingTest(tf.test.TestCase):
         straight = resume_and_compare(self, target_dropout=0.3)
         # And the option changes training: without it the weights differ.
         plain = self.get_temp_dir() + "/plain"
-        trainer.train_and_evaluate(TrainConfig(
-            model_dir=plain, train_steps=6, export=False, checkpoint_every=3,
-            data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
-            **dict(TINY, shuffle_buffer=64)))
+        train_digits(plain, train_steps=6)
         with self.assertRaises(AssertionError):
             assert_same_model_weights(self, plain, straight)

@@ -51,16 +51,24 @@ def assert_same_model_weights(test, got_dir, want_dir, atol=1e-6):
         test.assertAllClose(got.get_tensor(name), want.get_tensor(name), atol=atol, msg=name)
 
 
+def train_digits(model_dir, train_steps, **overrides):
+    """Trains `train_steps` steps of the thesis digits in `model_dir` (TINY, a shuffle buffer
+    of 64 of the 128 pairs, checkpoints every 3 steps, no export), resuming what is there, with
+    `overrides`."""
+    return trainer.train_and_evaluate(TrainConfig(
+        model_dir=model_dir, train_steps=train_steps, export=False, checkpoint_every=3,
+        data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
+        **{**TINY, "shuffle_buffer": 64, **overrides}))
+
+
 def resume_and_compare(test, **overrides):
     """Trains 6 digits steps in one go, and 3 then 3 more after a restart, with `overrides`;
     fails unless both end with the same weights. Returns the uninterrupted run's model_dir."""
-    base = dict(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),
-                export=False, checkpoint_every=3, **dict(TINY, shuffle_buffer=64), **overrides)
     straight = test.get_temp_dir() + "/straight"
-    trainer.train_and_evaluate(TrainConfig(model_dir=straight, train_steps=6, **base))
+    train_digits(straight, 6, **overrides)
     resumed = test.get_temp_dir() + "/resumed"
-    trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=3, **base))
-    trainer.train_and_evaluate(TrainConfig(model_dir=resumed, train_steps=6, **base))
+    train_digits(resumed, 3, **overrides)
+    train_digits(resumed, 6, **overrides)
     assert_same_model_weights(test, resumed, straight)
     return straight
 
@@ -134,6 +142,11 @@ class TrainEndToEndTest(tf.test.TestCase):
         # 3 steps, stop, resume to 6 must equal 6 steps in one go: same weights, so the model,
         # the optimizer, the dropout seeds and the data iterator all continued.
         resume_and_compare(self)
+
+    def test_resumed_run_continues_the_same_permuted_epochs(self):
+        # A buffer that would hold all 128 pairs: they are permuted in memory instead, and the
+        # checkpointed iterator is a counter into the permutations.
+        resume_and_compare(self, shuffle_buffer=128)
 
     def test_rerun_of_a_finished_run_exports_no_new_version(self):
         model_dir = self.get_temp_dir() + "/reexport"

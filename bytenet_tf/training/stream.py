@@ -6,7 +6,9 @@ that counts dropped pairs, and the training files' counts.
 
 Where TensorFlow can save the iterator (the default strategy, which `auto` picks on one CPU or
 one GPU), a checkpoint holds it, and a resumed run continues the same stream of batches, shuffle
-buffer included. A mirrored or multi-worker iterator cannot be saved in TensorFlow 2.21; a
+buffer included. Training data that `shuffle_buffer` would hold whole is read into memory and
+permuted epoch by epoch instead (`pipelines.preprocessing.permuted_epochs`), so that state is a
+counter, not the buffer. A mirrored or multi-worker iterator cannot be saved in TensorFlow 2.21; a
 resumed run then reshuffles with seed `seed + step` rather than replay the first batches, and
 logs so.
 """

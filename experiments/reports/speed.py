@@ -54,6 +54,24 @@ def budget_section(result):
             f"| {result['step']} |"]
 
 
+def checkpoint_section(result):
+    """What the data stream adds to each training checkpoint (benchmarks/checkpoint_cost.py)."""
+    lines = ["### The data stream in each checkpoint", "", provenance(result),
+             f"CPU: {result['cpu']}. {result['pairs']:,} training pairs, shuffle buffer "
+             f"{result['shuffle_buffer']:,}, {result['tokens_per_batch']:,} bytes per batch; "
+             f"{result['rounds']} alternated writes of the iterator alone, each after "
+             f"{result['batches_between_writes']} batches.", "",
+             "| stream | first batch after | iterator write, median | per round | bytes written |",
+             "|---|---|---|---|---|"]
+    for name, label in (("buffer", "a shuffle buffer holding every pair"),
+                        ("permuted", "the pairs in memory, each epoch permuted")):
+        rounds = ", ".join(f"{s:.3f}" for s in result["write_seconds_per_round"][name])
+        lines.append(f"| {label} | {result['seconds_to_first_batch'][name]:.1f} s | "
+                     f"{result['write_seconds_median'][name]:.3f} s | {rounds} | "
+                     f"{result['checkpoint_bytes'][name]:,} |")
+    return lines
+
+
 def _step_cells(row):
     """The first cells of a backend_throughput row: shape, batch, precision, ms/step, bytes/s."""
     return (f"| {row['model']} h{row['hidden_size']} x{row['num_stacks']} | "
@@ -96,8 +114,9 @@ def backends_section(result):
 
 
 def render():
-    """The section's subsections, from speed.json, translate_speed*.json, recipe_budget.json and
-    the GPU files backend_throughput_h200.json and backend_logits_h200.json."""
+    """The section's subsections, from speed.json, translate_speed*.json, recipe_budget.json,
+    checkpoint_cost.json and the GPU files backend_throughput_h200.json and
+    backend_logits_h200.json."""
     result = load("speed")
     lines = (speed_section(result) if result else ["Not run yet."]) + [""]
     for result in results_named("translate_speed").values():
@@ -105,6 +124,9 @@ def render():
     result = load("recipe_budget")
     if result:
         lines += budget_section(result) + [""]
+    result = load("checkpoint_cost")
+    if result:
+        lines += checkpoint_section(result) + [""]
     for name, section in (("backend_throughput_h200", gpu_section),
                           ("backend_logits_h200", backends_section)):
         result = load(name)
