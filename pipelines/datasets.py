@@ -7,8 +7,6 @@ padded batches of `pipelines.preprocessing.make_batches`.
 
 import dataclasses
 
-import tensorflow as tf
-
 from pipelines import digits as digits_lib
 from pipelines import newstest, preprocessing, text, tfds_sources
 from pipelines.options import ConfigError, option
@@ -49,11 +47,6 @@ def validate(spec):
                          "parallel text, plain or .gz).")
 
 
-def _pairs_from_lists(sources, targets):
-    return tf.data.Dataset.from_tensor_slices((tf.constant(sources, tf.string),
-                                               tf.constant(targets, tf.string)))
-
-
 def load_pairs_with_stats(spec, split="train", in_memory_up_to=0):
     """Returns `(pairs, stats)`: a `tf.data.Dataset` of `(source, target)` scalar strings for
     `split`, and the `pipelines.text.ParallelStats` of local files (lines, kept, empty pairs
@@ -71,7 +64,7 @@ def load_pairs_with_stats(spec, split="train", in_memory_up_to=0):
     if spec.dataset == "digits":
         train, test = digits_lib.digit_pairs(spec.digits_config)
         chosen = train if split == "train" else test
-        return _pairs_from_lists([s for s, _ in chosen], [t for _, t in chosen]), None
+        return text.pairs_dataset([s for s, _ in chosen], [t for _, t in chosen]), None
     if spec.dataset == "text":
         if split == "train":
             files = (spec.source_file, spec.target_file)

@@ -95,8 +95,20 @@ def read_parallel_lines(source_file, target_file):
     Returns `(sources, targets, stats)`.
     """
     sources, targets, stats = read_aligned_lines(source_file, target_file)
+    return (*_without_empty(sources, targets), stats)
+
+
+def _without_empty(sources, targets):
+    """Two iterables of lines, less the pairs with an empty side, as two lists."""
     pairs = [(s, t) for s, t in zip(sources, targets) if s and t]
-    return [s for s, _ in pairs], [t for _, t in pairs], stats
+    return [s for s, _ in pairs], [t for _, t in pairs]
+
+
+def pairs_dataset(sources, targets):
+    """Two lists of bytes held in memory, as a dataset of scalar tf.string pairs (its
+    cardinality known)."""
+    return tf.data.Dataset.from_tensor_slices((tf.constant(sources, tf.string),
+                                               tf.constant(targets, tf.string)))
 
 
 def _line_dataset(path):
@@ -119,10 +131,7 @@ def parallel_text_dataset(source_file, target_file, in_memory_up_to=0):
     """
     stats = check_parallel_files(source_file, target_file)
     if stats.kept <= in_memory_up_to:
-        pairs = [(s, t) for s, t in zip(_lines(source_file), _lines(target_file)) if s and t]
-        sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
-        return tf.data.Dataset.from_tensor_slices((tf.constant(sources, tf.string),
-                                                   tf.constant(targets, tf.string))), stats
+        return pairs_dataset(*_without_empty(_lines(source_file), _lines(target_file))), stats
     dataset = tf.data.Dataset.zip((_line_dataset(source_file), _line_dataset(target_file)))
     dataset = dataset.filter(lambda s, t: tf.logical_and(tf.strings.length(s) > 0,
                                                          tf.strings.length(t) > 0))

@@ -17,9 +17,13 @@ def _write(path, data):
     return path
 
 
-def _batches_as_bytes(dataset, count):
+def _as_bytes(batches):
     return [(f["source"].numpy().tobytes(), f["target"].numpy().tobytes(), l.numpy().tobytes())
-            for f, l in dataset.take(count)]
+            for f, l in batches]
+
+
+def _batches_as_bytes(dataset, count):
+    return _as_bytes(dataset.take(count))
 
 
 class DigitsTest(tf.test.TestCase):
@@ -352,10 +356,10 @@ class PermutedEpochsTest(tf.test.TestCase):
         size = sum(os.path.getsize(os.path.join(os.path.dirname(path), name))
                    for name in os.listdir(os.path.dirname(path))
                    if name.startswith(os.path.basename(path)))
-        after = _batches_as_bytes_iterator(iterator, 5)
+        after = _as_bytes(next(iterator) for _ in range(5))
         resumed = iter(preprocessing.make_batches(pairs, config))
         tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
-        return size, after, _batches_as_bytes_iterator(resumed, 5)
+        return size, after, _as_bytes(next(resumed) for _ in range(5))
 
     def test_checkpointed_stream_resumes_exactly_and_stays_small(self):
         sizes = {}
@@ -371,8 +375,3 @@ class PermutedEpochsTest(tf.test.TestCase):
         self.assertGreater(sizes[8000, "buffer"], 3 * sizes[2000, "buffer"])
         self.assertLess(sizes[8000, "permuted"], 1.2 * sizes[2000, "permuted"])
         self.assertLess(sizes[8000, "permuted"], sizes[8000, "buffer"] / 10)
-
-
-def _batches_as_bytes_iterator(iterator, count):
-    return [(f["source"].numpy().tobytes(), l.numpy().tobytes())
-            for f, l in (next(iterator) for _ in range(count))]
