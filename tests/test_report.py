@@ -272,3 +272,44 @@ class CheckpointSectionTest(tf.test.TestCase):
         self.assertIn("| the pairs in memory, each epoch permuted | 0.5 s | 0.015 s | 0.010, "
                       "0.020 | 410,000 |", lines)
         self.assertIn("1,500 training pairs, shuffle buffer 2,000", lines[3])
+
+
+class SourceGapSectionTest(tf.test.TestCase):
+
+    @staticmethod
+    def _run(blind, losses, seed=0, label_smoothing=0.2, commit="abc"):
+        """A translator result whose training loss is `losses[i]` at step 50 * (i + 1)."""
+        model = {"name": "bytenet_selu", "hidden_size": 256}
+        if blind:
+            model["source_blind"] = True
+        curve = [{"step": 50 * (i + 1), "loss": loss} for i, loss in enumerate(losses)]
+        curve += [{"step": 100, "valid_bleu": 3.0 if blind else 7.5},
+                  {"step": 200, "valid_bleu": 1.0 if blind else 9.25}]
+        return {"seed": seed, "minutes": 30.0, "steps": 50 * len(losses), "commit": commit,
+                "curve": curve,
+                "effective_config": {"label_smoothing": label_smoothing, "model_config": model,
+                                     "source_blind": True if blind else None,
+                                     "model_dir": f"runs/{blind}", "exported_weights": "last"}}
+
+    def test_each_blind_run_meets_the_run_that_trained_alike_and_shows_the_gap_by_window(self):
+        from experiments.reports import translation
+
+        runs = {"reading": self._run(False, [2.0, 1.0, 0.5, 0.25]),
+                "reading_other_seed": self._run(False, [2.0, 1.0, 0.5, 0.25], seed=1),
+                "reading_other_smoothing": self._run(False, [2.0, 1.0, 0.5, 0.25],
+                                                     label_smoothing=0.1),
+                "blind": self._run(True, [2.5, 1.5, 1.5, 1.25, 1.0], commit="def")}
+        self.assertEqual(translation.source_gap_pairs(runs), [("reading", "blind")])
+        lines = translation.source_gap_section(runs, window=100)
+        self.assertIn("`reading` (abc) against `blind` (def); 200 and 250 steps.", lines)
+        # Windows end at the shorter run's last step: the blind run's fifth log is left out.
+        self.assertIn("| 1-100 | 1.500 | 2.000 | 0.500 | 7.5 / 3.0 |", lines)
+        self.assertIn("| 101-200 | 0.375 | 1.375 | 1.000 | 9.2 / 1.0 |", lines)
+        self.assertLen([line for line in lines if line.startswith("| 1")], 2)
+
+    def test_no_pair_no_section(self):
+        from experiments.reports import translation
+
+        runs = {"reading": self._run(False, [1.0]),
+                "blind": self._run(True, [1.0], label_smoothing=0.1)}
+        self.assertEqual(translation.source_gap_section(runs), [])

@@ -159,6 +159,80 @@ def translator_section(runs):
     return lines
 
 
+# Settings that differ between two runs of one configuration: where they ran, what they chose
+# at the end, and why the binary picked its precision and ops.
+_NOT_THE_RECIPE = ("model_dir", "export_dir", "exported_weights", "length_penalty_scores",
+                   "effective_length_penalty", "precision_reason", "ops_policy_reason",
+                   "data_file_bytes", "source_blind", "model_config")
+
+
+def _trained_alike(one, other):
+    """Whether two translator runs trained the same configuration on the same seed and budget,
+    apart from `source_blind`."""
+    def recipe(result):
+        config = result["effective_config"]
+        model = {k: v for k, v in config["model_config"].items() if k != "source_blind"}
+        return ({k: v for k, v in config.items() if k not in _NOT_THE_RECIPE}, model,
+                result["seed"], result["minutes"])
+    return recipe(one) == recipe(other)
+
+
+def source_gap_pairs(runs):
+    """`(reading, blind)` name pairs of translator runs that trained alike but for
+    `source_blind`: the same seed, and so the same batches where the data code is the same."""
+    blind = {n: r for n, r in runs.items()
+             if r["effective_config"]["model_config"].get("source_blind")}
+    return [(name, blind_name) for blind_name, b in sorted(blind.items())
+            for name, r in sorted(runs.items()) if name not in blind and _trained_alike(r, b)]
+
+
+def _window_means(curve, key, window, last_step):
+    """Mean of `key` over the logged points of `curve` in each `window` of steps."""
+    means = []
+    for start in range(0, last_step, window):
+        values = [p[key] for p in curve if key in p and start < p["step"] <= start + window]
+        means.append(mean(values) if values else None)
+    return means
+
+
+def source_gap_section(runs, window=1000):
+    """What reading the source is worth by step: the training loss of each source-blind run less
+    that of the run that trained alike and read its source."""
+    pairs = source_gap_pairs(runs)
+    if not pairs:
+        return []
+    lines = ["### What the source is worth, by step, at 30 minutes on the CPU", "",
+             "Pairs of `python experiments/translator.py` runs above that trained the same "
+             "configuration on the same seed and budget, one reading its source and one with "
+             "`--set source_blind=true` (the decoder sees zeros for the encoder output). Loss: "
+             "the unsmoothed training cross-entropy that bytenet-train logs every 50 steps, in "
+             f"nats per target byte, averaged over each {window:,} steps; `gap`: the blind "
+             "run's less the reading run's. Validation: greedy BLEU on the 200 held-out pairs at "
+             "the last validation inside the window.", ""]
+    for name, blind_name in pairs:
+        reading, blind = runs[name], runs[blind_name]
+        last = min(reading["steps"], blind["steps"])
+        with_source = _window_means(reading["curve"], "loss", window, last)
+        without = _window_means(blind["curve"], "loss", window, last)
+        ends = [min(start + window, last) for start in range(0, last, window)]
+
+        def validation(result, start, end):
+            points = [p for p in result["curve"] if "valid_bleu" in p and start < p["step"] <= end]
+            return f"{points[-1]['valid_bleu']:.1f}" if points else "-"
+
+        lines += [f"`{name}` ({reading['commit']}) against `{blind_name}` ({blind['commit']}); "
+                  f"{reading['steps']:,} and {blind['steps']:,} steps.", "",
+                  "| steps | loss, reading | loss, blind | gap | validation BLEU, reading / "
+                  "blind |", "|---|---|---|---|---|"]
+        for start, end, a, b in zip(range(0, last, window), ends, with_source, without):
+            if a is None or b is None:
+                continue
+            lines.append(f"| {start + 1:,}-{end:,} | {a:.3f} | {b:.3f} | {b - a:.3f} | "
+                         f"{validation(reading, start, end)} / {validation(blind, start, end)} |")
+        lines += [""]
+    return lines
+
+
 def fair_comparison_section(runs):
     """bytenet_selu against bytenet_small at equal steps, dropout and seeds."""
     fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=90)
@@ -394,6 +468,7 @@ def render():
                if not name.startswith(("screen", "fair")) and r.get("test")}
     if recipes:
         lines += translator_section(recipes) + [""]
+        lines += source_gap_section(recipes)
     fair = _translator_runs("fair")
     if fair:
         lines += fair_comparison_section(fair) + [""]
