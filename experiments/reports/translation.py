@@ -195,6 +195,12 @@ def _window_means(curve, key, window, last_step):
     return means
 
 
+def _last_validation(result, start, end):
+    """Validation BLEU of the last validation after step `start` and up to `end`, or "-"."""
+    points = [p for p in result["curve"] if "valid_bleu" in p and start < p["step"] <= end]
+    return f"{points[-1]['valid_bleu']:.1f}" if points else "-"
+
+
 def source_gap_section(runs, window=1000):
     """What reading the source is worth by step: the training loss of each source-blind run less
     that of the run that trained alike and read its source."""
@@ -215,11 +221,6 @@ def source_gap_section(runs, window=1000):
         with_source = _window_means(reading["curve"], "loss", window, last)
         without = _window_means(blind["curve"], "loss", window, last)
         ends = [min(start + window, last) for start in range(0, last, window)]
-
-        def validation(result, start, end):
-            points = [p for p in result["curve"] if "valid_bleu" in p and start < p["step"] <= end]
-            return f"{points[-1]['valid_bleu']:.1f}" if points else "-"
-
         lines += [f"`{name}` ({reading['commit']}) against `{blind_name}` ({blind['commit']}); "
                   f"{reading['steps']:,} and {blind['steps']:,} steps.", "",
                   "| steps | loss, reading | loss, blind | gap | validation BLEU, reading / "
@@ -228,7 +229,8 @@ def source_gap_section(runs, window=1000):
             if a is None or b is None:
                 continue
             lines.append(f"| {start + 1:,}-{end:,} | {a:.3f} | {b:.3f} | {b - a:.3f} | "
-                         f"{validation(reading, start, end)} / {validation(blind, start, end)} |")
+                         f"{_last_validation(reading, start, end)} / "
+                         f"{_last_validation(blind, start, end)} |")
         lines += [""]
     return lines
 
