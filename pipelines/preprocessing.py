@@ -153,9 +153,10 @@ def permuted_epochs(pairs, count, seed, repeat=True):
 
     A shuffle buffer that holds every pair yields the same kind of stream, but a checkpoint of
     its iterator stores the whole buffer (39 MB and 1.4 s per write for the 60k pairs of
-    ../shared/data/deen/train on a Zen 4: benchmarks/checkpoint_cost.py). Here the pairs are held as two tensors and epoch e
-    reads them in the order of a stateless permutation (`tf.random.experimental.index_shuffle`
-    seeded by `(seed, e)`), so the iterator's state is a counter.
+    ../shared/data/deen/train on a Zen 4: benchmarks/checkpoint_cost.py). Here the pairs are
+    held as two tensors and epoch e reads them in the order of a stateless permutation
+    (`tf.random.experimental.index_shuffle` seeded by `(seed, e)`), so the iterator's state is
+    a counter.
 
     Args:
         pairs: a `tf.data.Dataset` of `count` elements, each a tuple of scalar tensors.
