@@ -301,11 +301,16 @@ class SourceGapSectionTest(tf.test.TestCase):
                 "blind": self._run(True, [2.5, 1.5, 1.5, 1.25, 1.0], commit="def")}
         self.assertEqual(translation.source_gap_pairs(runs), [("reading", "blind")])
         lines = translation.source_gap_section(runs, window=100)
-        self.assertIn("`reading` (abc) against `blind` (def); 200 and 250 steps.", lines)
+        self.assertIn("`reading` (abc) against `blind` (def); 30-minute budget, 200 and 250 "
+                      "steps.", lines)
         # Windows end at the shorter run's last step: the blind run's fifth log is left out.
         self.assertIn("| 1-100 | 1.500 | 2.000 | 0.500 | 7.5 / 3.0 |", lines)
         self.assertIn("| 101-200 | 0.375 | 1.375 | 1.000 | 9.2 / 1.0 |", lines)
         self.assertLen([line for line in lines if line.startswith("| 1")], 2)
+        # A last window shorter than the others ends at that step too, for both runs.
+        lines = translation.source_gap_section(runs, window=150)
+        self.assertIn("| 1-150 | 1.167 | 1.833 | 0.667 | 7.5 / 3.0 |", lines)
+        self.assertIn("| 151-200 | 0.250 | 1.250 | 1.000 | 9.2 / 1.0 |", lines)
 
     def test_no_pair_no_section(self):
         from experiments.reports import translation

@@ -186,19 +186,15 @@ def source_gap_pairs(runs):
             for name, r in sorted(runs.items()) if name not in blind and _trained_alike(r, b)]
 
 
-def _window_means(curve, key, window, last_step):
-    """Mean of `key` over the logged points of `curve` in each `window` of steps."""
-    means = []
-    for start in range(0, last_step, window):
-        values = [p[key] for p in curve if key in p and start < p["step"] <= start + window]
-        means.append(mean(values) if values else None)
-    return means
+def _in_window(curve, key, start, end):
+    """The values of `key` in the points of `curve` after step `start` and up to `end`."""
+    return [p[key] for p in curve if key in p and start < p["step"] <= end]
 
 
 def _last_validation(result, start, end):
     """Validation BLEU of the last validation after step `start` and up to `end`, or "-"."""
-    points = [p for p in result["curve"] if "valid_bleu" in p and start < p["step"] <= end]
-    return f"{points[-1]['valid_bleu']:.1f}" if points else "-"
+    points = _in_window(result["curve"], "valid_bleu", start, end)
+    return f"{points[-1]:.1f}" if points else "-"
 
 
 def source_gap_section(runs, window=1000):
@@ -207,7 +203,7 @@ def source_gap_section(runs, window=1000):
     pairs = source_gap_pairs(runs)
     if not pairs:
         return []
-    lines = ["### What the source is worth, by step, at 30 minutes on the CPU", "",
+    lines = ["### What the source is worth, by step, on the CPU", "",
              "Pairs of `python experiments/translator.py` runs above that trained the same "
              "configuration on the same seed and budget, one reading its source and one with "
              "`--set source_blind=true` (the decoder sees zeros for the encoder output). Loss: "
@@ -217,17 +213,19 @@ def source_gap_section(runs, window=1000):
              "the last validation inside the window.", ""]
     for name, blind_name in pairs:
         reading, blind = runs[name], runs[blind_name]
-        last = min(reading["steps"], blind["steps"])
-        with_source = _window_means(reading["curve"], "loss", window, last)
-        without = _window_means(blind["curve"], "loss", window, last)
-        ends = [min(start + window, last) for start in range(0, last, window)]
         lines += [f"`{name}` ({reading['commit']}) against `{blind_name}` ({blind['commit']}); "
-                  f"{reading['steps']:,} and {blind['steps']:,} steps.", "",
+                  f"{reading['minutes']:g}-minute budget, {reading['steps']:,} and "
+                  f"{blind['steps']:,} steps.", "",
                   "| steps | loss, reading | loss, blind | gap | validation BLEU, reading / "
                   "blind |", "|---|---|---|---|---|"]
-        for start, end, a, b in zip(range(0, last, window), ends, with_source, without):
-            if a is None or b is None:
+        last = min(reading["steps"], blind["steps"])
+        for start in range(0, last, window):
+            end = min(start + window, last)
+            with_source = _in_window(reading["curve"], "loss", start, end)
+            without = _in_window(blind["curve"], "loss", start, end)
+            if not with_source or not without:
                 continue
+            a, b = mean(with_source), mean(without)
             lines.append(f"| {start + 1:,}-{end:,} | {a:.3f} | {b:.3f} | {b - a:.3f} | "
                          f"{_last_validation(reading, start, end)} / "
                          f"{_last_validation(blind, start, end)} |")
