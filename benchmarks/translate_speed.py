@@ -5,8 +5,9 @@ translators on captions and news, and their share of the analytic FLOP bound.
 
 Each SavedModel translates the 1000 Multi30k test2016 captions and the first `--news`
 sentences of newstest2015 (../shared/data/deen) as bytenet-evaluate does
-(`inference.translate_batches`, length-sorted batches of `--batch_size`, which may differ per
-export), after one untimed batch. The exports are timed in turn, round after round (A B A B
+(`inference.translate_batches`, length-sorted batches of `--batch_size`, `--concurrent_batches`
+of them decoding at once; both may differ per export, so one export given twice times two
+settings), after one untimed batch. The exports are timed in turn, round after round (A B A B
 ...), and the median of the rounds is reported, with each export's speed relative to the first
 one's.
 
@@ -58,6 +59,17 @@ def flop_bound(model, beam_size, sources, outputs, max_length):
     return total
 
 
+def per_export(parser, flag, values, default, exports):
+    """A flag given once for every export or once per export: one value >= 1 per export."""
+    values = values or [default]
+    if len(values) == 1:
+        values = values * exports
+    if len(values) != exports or min(values) < 1:
+        parser.error(f"--{flag}={values}: give one value >= 1, or one per --saved_model "
+                     f"({exports})")
+    return values
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawTextHelpFormatter)
@@ -69,34 +81,37 @@ def main():
     parser.add_argument("--batch_size", type=int, action="append",
                         help="sentences per batch: once for every export, or once per "
                              f"--saved_model in its order (default {inference.DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--concurrent_batches", type=int, action="append",
+                        help="batches decoding at once: once for every export, or once per "
+                             "--saved_model in its order (default "
+                             f"{inference.DEFAULT_CONCURRENT_BATCHES})")
     args = parser.parse_args()
-    batch_sizes = args.batch_size or [inference.DEFAULT_BATCH_SIZE]
-    if len(batch_sizes) == 1:
-        batch_sizes = batch_sizes * len(args.saved_model)
-    if len(batch_sizes) != len(args.saved_model) or min(batch_sizes) < 1:
-        parser.error(f"--batch_size={batch_sizes}: give one size >= 1, or one per --saved_model "
-                     f"({len(args.saved_model)})")
+    batch_sizes = per_export(parser, "batch_size", args.batch_size,
+                             inference.DEFAULT_BATCH_SIZE, len(args.saved_model))
+    concurrency = per_export(parser, "concurrent_batches", args.concurrent_batches,
+                             inference.DEFAULT_CONCURRENT_BATCHES, len(args.saved_model))
 
     captions, _, _ = read_parallel_lines(deen("multi30k-test2016.de"),
                                          deen("multi30k-test2016.en"))
     news, _, _ = read_parallel_lines(deen("newstest2015.de"), deen("newstest2015.en"))
     sets = {"captions": captions[:args.captions], "news": news[:args.news]}
     exports = []
-    for path, batch_size in zip(args.saved_model, batch_sizes):
+    for path, batch_size, concurrent in zip(args.saved_model, batch_sizes, concurrency):
         signature, version_dir = inference.load_saved_model(path)
         options = export_options(version_dir)
         translate = inference.as_translate_fn(signature)
         translate(sets["captions"][:batch_size])  # untimed: the first call's set-up
         exports.append({"path": version_dir, "translate": translate, "options": options,
-                        "batch_size": batch_size,
+                        "batch_size": batch_size, "concurrent_batches": concurrent,
                         "model": ByteNet.from_config(options["model"]),
                         "seconds": {name: [] for name in sets}, "outputs": {}})
     for _ in range(args.rounds):
         for export in exports:
             for name, sources in sets.items():
                 start = time.perf_counter()
-                outputs = inference.translate_batches(export["translate"], sources,
-                                                      export["batch_size"])
+                outputs = inference.translate_batches(
+                    export["translate"], sources, export["batch_size"],
+                    concurrent_batches=export["concurrent_batches"])
                 export["seconds"][name].append(time.perf_counter() - start)
                 export["outputs"][name] = outputs
     peak = matmul_peak(tf.float32)
@@ -110,6 +125,7 @@ def main():
             rows.append({
                 "saved_model": export["path"], "set": name, "beam_size": beam,
                 "batch_size": export["batch_size"],
+                "concurrent_batches": export["concurrent_batches"],
                 "sentences": len(sources), "seconds": significant(seconds),
                 "seconds_per_round": [significant(s) for s in export["seconds"][name]],
                 "sentences_per_s": round(len(sources) / seconds, 2),
@@ -132,7 +148,8 @@ def main():
     for row in rows:
         row["speed_vs_first"] = round(row["sentences_per_s"]
                                       / first[row["set"]]["sentences_per_s"], 3)
-        print(f"{row['saved_model']} beam {row['beam_size']}, batch {row['batch_size']}, "
+        print(f"{row['saved_model']} beam {row['beam_size']}, batch {row['batch_size']} "
+              f"x {row['concurrent_batches']} at once, "
               f"{row['set']}: "
               f"{100 * row['identical_to_first_of_its_beam']:.1f}% identical outputs, "
               f"{row['sentences_per_s']:.1f} sentences/s, {row['target_bytes_per_s']:.0f} "

@@ -3,6 +3,7 @@
 - `define_flags(fields)`: one absl flag per dataclass field made with `pipelines.options.option`
   (its name, type, choices, help and default written once, in the field).
 - `flag_message(message, names)`: a library error in flag terms (`batch_size` -> --batch_size).
+- `require_positive(*names)`: a `ConfigError` for an integer flag below 1.
 - `run(main, module_name, binary)`: `absl.app.run(main)`, with two things absl does not do on its
   own. `--help` shows the module's usage and lists its flags: absl shows only those of the file
   that was started, and a console script (`bytenet-train`) is not the module that defines them
@@ -59,6 +60,13 @@ def flag_message(message, names):
         return f"--{name}" if match.group(1) else f"--{name}="
 
     return re.sub(r"`(\w+)`|(?<![\w-])(\w+)=", as_flag, message)
+
+
+def require_positive(*names):
+    """Raises `ConfigError` naming the first of the integer flags `names` below 1, and its value."""
+    for name in names:
+        if FLAGS[name].value < 1:
+            raise ConfigError(f"`{name}` must be >= 1. Received: {name}={FLAGS[name].value}")
 
 
 def run(main, module_name, binary):

@@ -32,6 +32,9 @@ cli.define_flags([field for field in dataclasses.fields(DataSpec)
                  __name__)
 flags.DEFINE_string("output_file", None, "Write the translations here, one per source line.")
 flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.")
+flags.DEFINE_integer("concurrent_batches", inference.DEFAULT_CONCURRENT_BATCHES,
+                     "Batches decoding at once, in threads (1: one after another). The batches and "
+                     "the translations are the same whatever the value.")
 flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
 flags.mark_flag_as_required("saved_model")
 
@@ -48,12 +51,14 @@ def _files():
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    cli.require_positive("batch_size", "concurrent_batches")
     source_file, reference_file = _files()
     sources, references, _ = text.read_aligned_lines(source_file, reference_file)
     signature, path = inference.load_saved_model(FLAGS.saved_model)
     started = time.perf_counter()
     hypotheses = inference.translate_batches(inference.as_translate_fn(signature), sources,
-                                             FLAGS.batch_size, progress=FLAGS.progress)
+                                             FLAGS.batch_size, progress=FLAGS.progress,
+                                             concurrent_batches=FLAGS.concurrent_batches)
     seconds = time.perf_counter() - started
     hypotheses = [inference.one_line(h) for h in hypotheses]
     if FLAGS.output_file:

@@ -9,10 +9,12 @@ bytenet-translate and bytenet-evaluate alike:
 - `load_saved_model(path)`: the `serving_default` signature of an export (base or version).
 - `as_translate_fn(signature)`: the same list-to-list function over a loaded signature (it takes
   and returns the tensors of `Translator.translate`).
-- `translate_batches(translate_fn, sources)`: length-sorted batches, results in input order.
+- `translate_batches(translate_fn, sources)`: length-sorted batches, two decoding at once
+  (`concurrent_batches`), results in input order.
 - `read_lines` / `one_line`: line I/O that stays aligned on b"\\n".
 """
 
+import concurrent.futures
 import functools
 import os
 import sys
@@ -29,6 +31,10 @@ from pipelines.options import MissingFileError
 # validation. A decoding step is one small product per layer over every running beam, so more
 # sentences per batch use the CPU's matrix units better (docs/results.md, "Translation speed").
 DEFAULT_BATCH_SIZE = 256
+# Batches decoding at once where none is given. A decoding step is a chain of small ops, many of
+# them on one thread; two batches in flight keep both of a 2-core CPU's cores busy
+# (docs/results.md, "Translation speed").
+DEFAULT_CONCURRENT_BATCHES = 2
 
 
 def source_ids(strings, max_length):
@@ -173,32 +179,55 @@ def load_saved_model(path):
 
 
 def translate_batches(translate_fn, sources, batch_size=DEFAULT_BATCH_SIZE, progress=False,
-                      description="translate"):
+                      description="translate", concurrent_batches=DEFAULT_CONCURRENT_BATCHES):
     """Translates `sources` (list of bytes) in length-sorted batches, keeping their order.
 
-    Every source is translated, the empty string included.
+    Every source is translated, the empty string included. The batches are the same whatever
+    `concurrent_batches` is (sources sorted by length, then cut every `batch_size`), so each
+    source gets the translation that one batch at a time gives it; up to `concurrent_batches`
+    of them are decoding at once, in threads (a TensorFlow call releases the GIL).
 
     Args:
         translate_fn: list of bytes -> list of bytes: a `Translator`, or `as_translate_fn`.
+            With `concurrent_batches > 1` it is called from several threads at once, which a
+            SavedModel's signature and a `Translator` allow.
         sources: list of bytes.
         batch_size: int >= 1.
         progress: bool, show a progress bar on stderr.
         description: str, the progress bar's label.
+        concurrent_batches: int >= 1, batches decoding at once (1: one after another).
 
     Returns:
         list of bytes, `translations[i]` for `sources[i]`.
     """
     if batch_size < 1:
         raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
+    if concurrent_batches < 1:
+        raise ValueError("`concurrent_batches` must be >= 1 (1: one batch at a time). Received: "
+                         f"concurrent_batches={concurrent_batches}")
     order = np.argsort([len(s) for s in sources], kind="stable")
+    batches = [order[start:start + batch_size] for start in range(0, len(sources), batch_size)]
+
+    def translate(indices):
+        return translate_fn([sources[i] for i in indices])
+
     outputs = [None] * len(sources)
     with tqdm(total=len(sources), desc=description, unit="sent", file=sys.stderr,
               disable=not progress) as bar:
-        for start in range(0, len(sources), batch_size):
-            indices = order[start:start + batch_size]
-            for index, translation in zip(indices, translate_fn([sources[i] for i in indices])):
-                outputs[index] = translation
-            bar.update(len(indices))
+        workers = min(concurrent_batches, len(batches))
+        if workers <= 1:
+            results = map(translate, batches)
+        else:
+            pool = concurrent.futures.ThreadPoolExecutor(workers, "translate_batches")
+            results = pool.map(translate, batches)
+        try:
+            for indices, translations in zip(batches, results):
+                for index, translation in zip(indices, translations):
+                    outputs[index] = translation
+                bar.update(len(indices))
+        finally:
+            if workers > 1:
+                pool.shutdown(cancel_futures=True)
     return outputs
 
 

@@ -67,7 +67,8 @@ def _commands(folder):
                                                  "--shuffle_buffer=499"), env),
         "translate_speed": (_script("translate_speed.py", f"--saved_model={greedy}",
                                     f"--saved_model={beam}", "--rounds=2", "--captions=6",
-                                    "--news=4", "--batch_size=4"), env),
+                                    "--news=4", "--batch_size=4", "--concurrent_batches=1",
+                                    "--concurrent_batches=2"), env),
     }
     for backend in ("jax", "torch"):
         if importlib.util.find_spec(backend) is not None:
@@ -300,7 +301,8 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
         result = _last_json("translate_speed")
         rows = {(row["beam_size"], row["set"]): row for row in result["rows"]}
         self.assertCountEqual(rows, [(1, "captions"), (1, "news"), (2, "captions"), (2, "news")])
-        for row in rows.values():
+        for (beam, _), row in rows.items():
+            self.assertEqual(row["concurrent_batches"], beam)  # one value per export, in order
             self.assertLen(row["seconds_per_round"], 2)
             self.assertAllClose(row["sentences_per_s"], row["sentences"] / row["seconds"],
                                 rtol=0.02)

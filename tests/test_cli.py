@@ -74,6 +74,16 @@ class CommandLineTest(tf.test.TestCase):
         with open(output, "rb") as f:
             self.assertLen(f.read().split(b"\n")[:-1], 20)
 
+    def test_sizes_below_one_are_clear_errors(self):
+        files = [f"--source_file={self.source_file}", f"--reference_file={self.reference_file}"]
+        for module, args, flag in (("bytenet_tf.evaluate", files, "--concurrent_batches=0"),
+                                   ("bytenet_tf.translate", [], "--batch_size=-1")):
+            completed = _run(module, f"--saved_model={self.base}", *args, flag, stdin=b"x\n")
+            self.assertEqual(completed.returncode, 1, completed.stderr[-2000:])
+            name = flag[2:].split("=")[0]
+            self.assertIn(f"error: --{name} must be >= 1. Received: {flag}".encode(),
+                          completed.stderr)
+
     def test_evaluate_reads_newstest_from_a_sacrebleu_cache(self):
         from tests.test_sources import _write_sacrebleu_cache
 

@@ -1,0 +1,115 @@
+"""`inference.translate_batches`: length-sorted batches, input order, batches decoding at once."""
+
+import os
+import random
+import threading
+
+import tensorflow as tf
+
+import bytenet_tf
+from bytenet_tf import export, inference
+
+
+def _random_sources(count, seed):
+    """Byte strings of 0-40 random bytes (NUL, newline and invalid UTF-8 included)."""
+    rng = random.Random(seed)
+    return [bytes(rng.randrange(256) for _ in range(rng.randrange(41))) for _ in range(count)]
+
+
+class _Recorder:
+    """A translate function that answers each source with its batch's number and its reversal,
+    and records the batches it saw and how many calls ran at once."""
+
+    def __init__(self, barrier=None):
+        self.barrier = barrier
+        self.batches, self.active, self.most_active = [], 0, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, sources):
+        with self.lock:
+            self.active += 1
+            self.most_active = max(self.most_active, self.active)
+            number = len(self.batches)
+            self.batches.append(list(sources))
+        try:
+            if self.barrier is not None:
+                self.barrier.wait()
+            return [b"%d:" % number + source[::-1] for source in sources]
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+class TranslateBatchesTest(tf.test.TestCase):
+
+    def test_every_source_answered_in_input_order_from_length_sorted_batches(self):
+        sources = _random_sources(23, seed=0)
+        for concurrent in (1, 2, 5, 30):
+            recorder = _Recorder()
+            outputs = inference.translate_batches(recorder, sources, batch_size=4,
+                                                  concurrent_batches=concurrent)
+            self.assertLen(outputs, len(sources))
+            for source, output in zip(sources, outputs):
+                self.assertEqual(output.split(b":", 1)[1], source[::-1])
+            # The batches are cut from the stable length order, whatever the concurrency, and
+            # each source is answered by the call that held its batch.
+            order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+            expected = [order[start:start + 4] for start in range(0, len(sources), 4)]
+            self.assertCountEqual(recorder.batches,
+                                  [[sources[i] for i in batch] for batch in expected])
+            for batch in expected:
+                number = recorder.batches.index([sources[i] for i in batch])
+                for i in batch:
+                    self.assertTrue(outputs[i].startswith(b"%d:" % number), (i, number))
+
+    def test_two_batches_decode_at_once_and_one_means_one_at_a_time(self):
+        sources = _random_sources(16, seed=1)
+        # Each call waits until a second call has started: one batch at a time would time out.
+        both = _Recorder(threading.Barrier(2, timeout=30))
+        inference.translate_batches(both, sources, batch_size=4, concurrent_batches=2)
+        self.assertEqual(both.most_active, 2)
+        one = _Recorder()
+        inference.translate_batches(one, sources, batch_size=4, concurrent_batches=1)
+        self.assertEqual(one.most_active, 1)
+        self.assertLen(one.batches, 4)
+
+    def test_empty_input_and_an_empty_source(self):
+        self.assertEqual(inference.translate_batches(_Recorder(), []), [])
+        self.assertEqual(inference.translate_batches(_Recorder(), [b"", b"ab"], batch_size=1),
+                         [b"0:", b"1:ba"])
+
+    def test_a_failing_batch_raises_its_error(self):
+        def translate(sources):
+            if any(len(source) > 30 for source in sources):
+                raise RuntimeError("this batch failed")
+            return sources
+
+        with self.assertRaisesRegex(RuntimeError, "this batch failed"):
+            inference.translate_batches(translate, _random_sources(40, seed=2), batch_size=3,
+                                        concurrent_batches=2)
+
+    def test_bad_sizes_name_the_value(self):
+        with self.assertRaisesRegex(ValueError, r"concurrent_batches.*Received: "
+                                                r"concurrent_batches=0"):
+            inference.translate_batches(_Recorder(), [b"a"], concurrent_batches=0)
+        with self.assertRaisesRegex(ValueError, r"Received: batch_size=0"):
+            inference.translate_batches(_Recorder(), [b"a"], batch_size=0)
+
+    def test_a_saved_model_translates_the_same_with_batches_at_once(self):
+        model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
+                                       max_length=48, seed=3)
+        base = os.path.join(self.get_temp_dir(), "exports")
+        sources = _random_sources(40, seed=3)
+        for beam_size in (1, 2):
+            path = export.export_saved_model(model, base, beam_size=beam_size)
+            signature, _ = inference.load_saved_model(path)
+            translate = inference.as_translate_fn(signature)
+            one = inference.translate_batches(translate, sources, batch_size=6,
+                                              concurrent_batches=1)
+            both = inference.translate_batches(translate, sources, batch_size=6,
+                                               concurrent_batches=2)
+            self.assertEqual(both, one)
+
+
+if __name__ == "__main__":
+    tf.test.main()
