@@ -371,7 +371,10 @@ class PermutedEpochsTest(tf.test.TestCase):
                 size, after, resumed = self._iterator_checkpoint(pairs, count, buffer, steps=7)
                 self.assertEqual(resumed, after, (count, kind))
                 sizes[count, kind] = size
-        # A buffer's state grows with the pairs it holds; the permutation's does not.
+        # A buffer's state grows with the pairs it holds; the permutation's does not. Both also
+        # hold the batches that prefetching had ready, as many as the machine's load allowed
+        # (under load, 1.29x between the two counts), hence a factor of 2: a state holding the
+        # permutation itself (8 bytes a pair) would grow by more than that.
         self.assertGreater(sizes[8000, "buffer"], 3 * sizes[2000, "buffer"])
-        self.assertLess(sizes[8000, "permuted"], 1.2 * sizes[2000, "permuted"])
+        self.assertLess(sizes[8000, "permuted"], 2 * sizes[2000, "permuted"])
         self.assertLess(sizes[8000, "permuted"], sizes[8000, "buffer"] / 10)
