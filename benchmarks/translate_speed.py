@@ -9,19 +9,25 @@ sentences of newstest2015 (../shared/data/deen) as bytenet-evaluate does
 of them decoding at once; both may differ per export, so one export given twice times two
 settings), after one untimed batch. The exports are timed in turn, round after round (A B A B
 ...), and the median of the rounds is reported, with each export's speed relative to the first
-one's.
+one's. TensorFlow's intra-op threads are what bytenet-evaluate sets for the largest
+`--concurrent_batches` (`inference.share_cores`), or `--intra_op_threads`; they are fixed for
+the process, so two thread counts are compared by running the benchmark once per count,
+alternated, and each row's `outputs_sha256` tells whether the translations are the same.
 
 The FLOP bound counts the matrix products that the translations need (`bytenet_tf.flops`):
 the encoder over each source, and the decoder over each output byte and its EOS, once per
 beam. Divided by the time, it is the share of the float32 matmul peak (a 4096 x 4096 matmul,
-measured in the same run) that decoding reaches; the exports compute in float32. The last line
-printed is one JSON object.
+measured in the same run, in a child process with TensorFlow's default threads, so that the
+peak is the whole CPU's whatever the threads of the decoding) that decoding reaches; the
+exports compute in float32. The last line printed is one JSON object.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -30,7 +36,6 @@ import tensorflow as tf
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from shared_data import deen  # noqa: E402
-from train_throughput import matmul_peak  # noqa: E402
 
 from bytenet_tf import flops, inference  # noqa: E402
 from bytenet_tf.models.bytenet import ByteNet  # noqa: E402
@@ -59,6 +64,25 @@ def flop_bound(model, beam_size, sources, outputs, max_length):
     return total
 
 
+def whole_cpu_peak():
+    """The float32 matmul peak (`matmul_peak`) measured in a child process with TensorFlow's
+    default threads: this process's intra-op threads may be fewer than the cores."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys; sys.path.insert(0, {here!r}); import tensorflow as tf; "
+            "from train_throughput import matmul_peak; print(matmul_peak(tf.float32))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    return float(result.stdout.split()[-1])
+
+
+def digest(outputs):
+    """SHA-256 of a list of translations, to compare outputs across processes."""
+    hasher = hashlib.sha256()
+    for output in outputs:
+        hasher.update(len(output).to_bytes(8, "little") + output)
+    return hasher.hexdigest()
+
+
 def per_export(parser, flag, values, default, exports):
     """A flag given once for every export or once per export: one value >= 1 per export."""
     values = values or [default]
@@ -85,11 +109,23 @@ def main():
                         help="batches decoding at once: once for every export, or once per "
                              "--saved_model in its order (default "
                              f"{inference.DEFAULT_CONCURRENT_BATCHES})")
+    parser.add_argument("--intra_op_threads", type=int, default=None,
+                        help="TensorFlow's intra-op threads for the whole run (0: TensorFlow's "
+                             "own default; default: what bytenet-evaluate sets for the largest "
+                             "--concurrent_batches)")
     args = parser.parse_args()
     batch_sizes = per_export(parser, "batch_size", args.batch_size,
                              inference.DEFAULT_BATCH_SIZE, len(args.saved_model))
     concurrency = per_export(parser, "concurrent_batches", args.concurrent_batches,
                              inference.DEFAULT_CONCURRENT_BATCHES, len(args.saved_model))
+    if args.intra_op_threads is None:
+        inference.share_cores(max(concurrency))
+    elif args.intra_op_threads < 0:
+        parser.error(f"--intra_op_threads={args.intra_op_threads}: give 0 (TensorFlow's "
+                     "default) or a count of threads")
+    elif args.intra_op_threads > 0:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op_threads)
+    threads = tf.config.threading.get_intra_op_parallelism_threads()
 
     captions, _, _ = read_parallel_lines(deen("multi30k-test2016.de"),
                                          deen("multi30k-test2016.en"))
@@ -114,7 +150,7 @@ def main():
                     concurrent_batches=export["concurrent_batches"])
                 export["seconds"][name].append(time.perf_counter() - start)
                 export["outputs"][name] = outputs
-    peak = matmul_peak(tf.float32)
+    peak = whole_cpu_peak()
     rows = []
     for export in exports:
         model, beam = export["model"], export["options"]["beam_size"]
@@ -128,6 +164,7 @@ def main():
                 "concurrent_batches": export["concurrent_batches"],
                 "sentences": len(sources), "seconds": significant(seconds),
                 "seconds_per_round": [significant(s) for s in export["seconds"][name]],
+                "intra_op_threads": threads, "outputs_sha256": digest(outputs),
                 "sentences_per_s": round(len(sources) / seconds, 2),
                 "target_bytes_per_s": round(sum(map(len, outputs)) / seconds, 1),
                 "gflop_per_s": round(bound / seconds / 1e9, 2),

@@ -4,6 +4,9 @@
   (its name, type, choices, help and default written once, in the field).
 - `flag_message(message, names)`: a library error in flag terms (`batch_size` -> --batch_size).
 - `require_positive(*names)`: a `ConfigError` for an integer flag below 1.
+- `define_decoding_flags(module_name)`: `--batch_size`, `--concurrent_batches` and `--progress`,
+  how bytenet-evaluate and bytenet-translate feed a SavedModel; `start_decoding()` checks them
+  and shares the cores out, and `decode_lines(translate_fn, sources)` decodes with them.
 - `run(main, module_name, binary)`: `absl.app.run(main)`, with two things absl does not do on its
   own. `--help` shows the module's usage and lists its flags: absl shows only those of the file
   that was started, and a console script (`bytenet-train`) is not the module that defines them
@@ -17,6 +20,7 @@ import sys
 
 from absl import app, flags, logging
 
+from bytenet_tf import inference
 from pipelines.options import ConfigError
 
 FLAGS = flags.FLAGS
@@ -67,6 +71,33 @@ def require_positive(*names):
     for name in names:
         if FLAGS[name].value < 1:
             raise ConfigError(f"`{name}` must be >= 1. Received: {name}={FLAGS[name].value}")
+
+
+def define_decoding_flags(module_name):
+    """Defines `--batch_size`, `--concurrent_batches` and `--progress` as flags of `module_name`."""
+    module = _module(module_name)
+    flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.",
+                         module_name=module)
+    flags.DEFINE_integer("concurrent_batches", inference.DEFAULT_CONCURRENT_BATCHES,
+                         "Batches decoding at once, in threads (1: one after another); each "
+                         "gets its share of the CPU's cores as TensorFlow's intra-op threads. "
+                         "The batches and the translations are the same whatever the value.",
+                         module_name=module)
+    flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.", module_name=module)
+
+
+def decode_lines(translate_fn, sources):
+    """`inference.translate_batches` of `sources` with the flags of `define_decoding_flags`."""
+    return inference.translate_batches(translate_fn, sources, FLAGS.batch_size,
+                                       progress=FLAGS.progress,
+                                       concurrent_batches=FLAGS.concurrent_batches)
+
+
+def start_decoding():
+    """Checks the decoding flags and splits the cores between the batches in flight; call it
+    before TensorFlow runs its first op. Returns the intra-op threads (`inference.share_cores`)."""
+    require_positive("batch_size", "concurrent_batches")
+    return inference.share_cores(FLAGS.concurrent_batches)
 
 
 def run(main, module_name, binary):

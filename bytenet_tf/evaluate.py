@@ -7,7 +7,8 @@ Every source line is translated, an empty one included, and every line is scored
 `sacrebleu REF < HYP` would score the `--output_file` it writes (line i answers source line i).
 The last line printed is one JSON object with `bleu`, `chrf`, `signature` (BLEU's),
 `chrf_signature`, `exact_match`, `sentences` (all lines), `empty_sources`, `empty_references`,
-`seconds` and `saved_model`.
+`seconds`, `intra_op_threads` (TensorFlow's threads per op while decoding, from
+`--concurrent_batches`) and `saved_model`.
 """
 
 import dataclasses
@@ -31,11 +32,7 @@ cli.define_flags([field for field in dataclasses.fields(DataSpec)
                   if field.name in ("newstest_year", "source_lang", "target_lang", "data_dir")],
                  __name__)
 flags.DEFINE_string("output_file", None, "Write the translations here, one per source line.")
-flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.")
-flags.DEFINE_integer("concurrent_batches", inference.DEFAULT_CONCURRENT_BATCHES,
-                     "Batches decoding at once, in threads (1: one after another). The batches and "
-                     "the translations are the same whatever the value.")
-flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+cli.define_decoding_flags(__name__)
 flags.mark_flag_as_required("saved_model")
 
 
@@ -51,21 +48,19 @@ def _files():
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    cli.require_positive("batch_size", "concurrent_batches")
+    threads = cli.start_decoding()
     source_file, reference_file = _files()
     sources, references, _ = text.read_aligned_lines(source_file, reference_file)
     signature, path = inference.load_saved_model(FLAGS.saved_model)
     started = time.perf_counter()
-    hypotheses = inference.translate_batches(inference.as_translate_fn(signature), sources,
-                                             FLAGS.batch_size, progress=FLAGS.progress,
-                                             concurrent_batches=FLAGS.concurrent_batches)
+    hypotheses = cli.decode_lines(inference.as_translate_fn(signature), sources)
     seconds = time.perf_counter() - started
     hypotheses = [inference.one_line(h) for h in hypotheses]
     if FLAGS.output_file:
         with open(FLAGS.output_file, "wb") as f:
             f.writelines(h + b"\n" for h in hypotheses)
     results = scoring.score(hypotheses, references)
-    results.update(seconds=round(seconds, 3), saved_model=path,
+    results.update(seconds=round(seconds, 3), intra_op_threads=threads, saved_model=path,
                    empty_sources=sum(not s for s in sources),
                    empty_references=sum(not r for r in references))
     print(f"BLEU {results['bleu']:.2f} ({results['signature']})")

@@ -15,23 +15,17 @@ from bytenet_tf import cli, inference
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("saved_model", None, "Export base (newest version used) or version directory.")
-flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.")
-flags.DEFINE_integer("concurrent_batches", inference.DEFAULT_CONCURRENT_BATCHES,
-                     "Batches decoding at once, in threads (1: one after another). The batches and "
-                     "the translations are the same whatever the value.")
-flags.DEFINE_bool("progress", True, "Show a progress bar on stderr.")
+cli.define_decoding_flags(__name__)
 flags.mark_flag_as_required("saved_model")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    cli.require_positive("batch_size", "concurrent_batches")
+    cli.start_decoding()
     signature, _ = inference.load_saved_model(FLAGS.saved_model)
     sources = inference.read_lines(sys.stdin.buffer)
-    translations = inference.translate_batches(inference.as_translate_fn(signature), sources,
-                                               FLAGS.batch_size, progress=FLAGS.progress,
-                                               concurrent_batches=FLAGS.concurrent_batches)
+    translations = cli.decode_lines(inference.as_translate_fn(signature), sources)
     out = sys.stdout.buffer
     for translation in translations:
         out.write(inference.one_line(translation) + b"\n")

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 from absl.testing import parameterized
 
+from bytenet_tf import inference
 from tests.conftest import PROJECT_ROOT, deen_path, run_concurrently
 
 TINY = ["--hidden_size=16", "--num_stacks=1", "--batch_size=2", "--length=16", "--steps=2",
@@ -309,6 +310,14 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
             self.assertGreater(row["fraction_of_float32_peak"], 0.0)
             self.assertLess(row["fraction_of_float32_peak"], 1.0)
         self.assertEqual(rows[(1, "news")]["speed_vs_first"], 1.0)
+        # The threads bytenet-evaluate sets for the largest --concurrent_batches given (2), and
+        # digests that tell the sets' translations apart.
+        self.assertEqual({row["intra_op_threads"] for row in rows.values()},
+                         {inference.threads_per_batch(2)})
+        for beam in (1, 2):
+            digests = {rows[(beam, name)]["outputs_sha256"] for name in ("captions", "news")}
+            self.assertLen(digests, 2)
+            self.assertTrue(all(len(d) == 64 for d in digests), digests)
 
     @parameterized.named_parameters(("jax", "jax"), ("torch", "torch"))
     def test_backend_throughput_runs_without_tensorflow(self, backend):

@@ -10,7 +10,7 @@ import unittest
 import tensorflow as tf
 
 import bytenet_tf
-from bytenet_tf import export
+from bytenet_tf import export, inference
 from tests.conftest import (PROJECT_ROOT, run_concurrently, run_python, synthetic_lines,
                             write_parallel_files)
 
@@ -71,6 +71,9 @@ class CommandLineTest(tf.test.TestCase):
             self.assertIn(key, result)
         self.assertEqual(result["sentences"], 20)
         self.assertIn("version:2.6.0", result["signature"])
+        # The batches in flight split the cores: one thread per op for two batches on 2 cores.
+        self.assertEqual(result["intra_op_threads"], inference.threads_per_batch(
+            inference.DEFAULT_CONCURRENT_BATCHES))
         with open(output, "rb") as f:
             self.assertLen(f.read().split(b"\n")[:-1], 20)
 

@@ -95,6 +95,28 @@ class TranslateBatchesTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, r"Received: batch_size=0"):
             inference.translate_batches(_Recorder(), [b"a"], batch_size=0)
 
+    def test_batches_in_flight_split_the_cores(self):
+        self.assertEqual(inference.threads_per_batch(2, cores=2), 1)
+        self.assertEqual(inference.threads_per_batch(1, cores=2), 2)
+        self.assertEqual(inference.threads_per_batch(3, cores=2), 1)  # never below one
+        self.assertEqual(inference.threads_per_batch(2, cores=16), 8)
+        self.assertEqual(inference.threads_per_batch(3, cores=16), 5)
+        self.assertEqual(inference.threads_per_batch(1), inference.available_cores())
+        with self.assertRaisesRegex(ValueError, r"Received: concurrent_batches=0"):
+            inference.threads_per_batch(0)
+
+    def test_sharing_the_cores_after_tensorflow_started_keeps_its_threads(self):
+        tf.constant(1.0) + 1.0  # TensorFlow has started in this process
+        before = tf.config.threading.get_intra_op_parallelism_threads()
+        cores = inference.available_cores()
+        other = [n for n in (1, cores + 1) if inference.threads_per_batch(n) != before]
+        if not other:
+            self.skipTest("one core, already one thread per op: no other count to ask for")
+        with self.assertLogs(level="WARNING") as logs:
+            threads = inference.share_cores(other[0])
+        self.assertEqual(threads, before)
+        self.assertIn("keeps its", "".join(logs.output))
+
     def test_a_saved_model_translates_the_same_with_batches_at_once(self):
         model = bytenet_tf.build_model("bytenet_selu", hidden_size=16, num_stacks=1,
                                        max_length=48, seed=3)
