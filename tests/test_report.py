@@ -274,6 +274,30 @@ class CheckpointSectionTest(tf.test.TestCase):
         self.assertIn("1,500 training pairs, shuffle buffer 2,000", lines[3])
 
 
+class ThreadsSectionTest(tf.test.TestCase):
+
+    def test_each_run_shows_its_threads_speed_and_whether_outputs_match(self):
+        from experiments.reports import speed
+
+        def run(pair, threads, speed_, digest):
+            row = {"set": "captions", "sentences": 10, "sentences_per_s": speed_,
+                   "fraction_of_float32_peak": 0.4567, "outputs_sha256": digest}
+            return {"pair": pair, "intra_op_threads": threads, "matmul_peak_gflop_per_s": 210.4,
+                    "rows": [row]}
+
+        result = {"command": "python benchmarks/translate_speed.py", "commit": "abc",
+                  "cpu": "some CPU", "weights": "some weights", "how": "two at once",
+                  "runs": [run(1, 0, 80.25, "aa"), run(1, 1, 90.0, "aa"), run(2, 1, 91.0, "bb")]}
+        lines = speed.threads_section(result)
+        self.assertIn("Command: `python benchmarks/translate_speed.py` at commit `abc`.", lines)
+        self.assertIn("| 1 | TensorFlow's default | captions (10) | 80.2 | 45.7% | 210 | same as "
+                      "the first run |", lines)
+        self.assertIn("| 1 | 1 | captions (10) | 90.0 | 45.7% | 210 | same as the first run |",
+                      lines)
+        self.assertIn("| 2 | 1 | captions (10) | 91.0 | 45.7% | 210 | differ from the first "
+                      "run |", lines)
+
+
 class SourceGapSectionTest(tf.test.TestCase):
 
     @staticmethod

@@ -41,6 +41,25 @@ def translation_section(result):
     return lines
 
 
+def threads_section(result):
+    """Decoding with one thread per op against TensorFlow's default, process against process."""
+    lines = ["### Threads per op while two batches decode", "", provenance(result),
+             f"CPU: {result['cpu']}. Weights: {result['weights']}. {result['how']}.", "",
+             "| pair | intra-op threads | set | sentences/s | share of float32 peak | "
+             "float32 peak, GFLOP/s | outputs |", "|---|---|---|---|---|---|---|"]
+    first = {row["set"]: row["outputs_sha256"] for row in result["runs"][0]["rows"]}
+    for run in result["runs"]:
+        threads = run["intra_op_threads"] or "TensorFlow's default"
+        for row in run["rows"]:
+            same = "same as the first run" if row["outputs_sha256"] == first[row["set"]] else \
+                "differ from the first run"
+            lines.append(f"| {run['pair']} | {threads} | {row['set']} ({row['sentences']}) | "
+                         f"{row['sentences_per_s']:.1f} | "
+                         f"{100 * row['fraction_of_float32_peak']:.1f}% | "
+                         f"{run['matmul_peak_gflop_per_s']:.0f} | {same} |")
+    return lines
+
+
 def budget_section(result):
     budget = result["budget"]
     return ["### The time budget in wall-clock time", "", provenance(result),
@@ -114,13 +133,16 @@ def backends_section(result):
 
 
 def render():
-    """The section's subsections, from speed.json, translate_speed*.json, recipe_budget.json,
-    checkpoint_cost.json and the GPU files backend_throughput_h200.json and
+    """The section's subsections, from speed.json, translate_speed*.json, decode_threads.json,
+    recipe_budget.json, checkpoint_cost.json and the GPU files backend_throughput_h200.json and
     backend_logits_h200.json."""
     result = load("speed")
     lines = (speed_section(result) if result else ["Not run yet."]) + [""]
     for result in results_named("translate_speed").values():
         lines += translation_section(result) + [""]
+    result = load("decode_threads")
+    if result:
+        lines += threads_section(result) + [""]
     result = load("recipe_budget")
     if result:
         lines += budget_section(result) + [""]
