@@ -345,24 +345,27 @@ class PermutedEpochsTest(tf.test.TestCase):
                     pairs, count, 5).take(count).as_numpy_iterator()]
                 self.assertEqual([int(s) for s in sources], expected)
 
+    def _write(self, iterator, name):
+        """Writes a checkpoint that holds `iterator` alone: its path and its size in bytes."""
+        path = tf.train.Checkpoint(iterator=iterator).write(os.path.join(self.get_temp_dir(), name))
+        return path, sum(os.path.getsize(os.path.join(os.path.dirname(path), file))
+                         for file in os.listdir(os.path.dirname(path))
+                         if file.startswith(os.path.basename(path)))
+
     def _iterator_checkpoint(self, pairs, count, buffer, steps):
         config = preprocessing.PipelineConfig(tokens_per_batch=512, shuffle_buffer=buffer,
                                               seed=2)
         iterator = iter(preprocessing.make_batches(pairs, config))
         for _ in range(steps):
             next(iterator)
-        path = tf.train.Checkpoint(iterator=iterator).write(
-            os.path.join(self.get_temp_dir(), f"it_{count}_{buffer}"))
-        size = sum(os.path.getsize(os.path.join(os.path.dirname(path), name))
-                   for name in os.listdir(os.path.dirname(path))
-                   if name.startswith(os.path.basename(path)))
+        path, size = self._write(iterator, f"it_{count}_{buffer}")
         after = _as_bytes(next(iterator) for _ in range(5))
         resumed = iter(preprocessing.make_batches(pairs, config))
         tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
         return size, after, _as_bytes(next(resumed) for _ in range(5))
 
     def test_checkpointed_stream_resumes_exactly_and_stays_small(self):
-        sizes = {}
+        sizes, streams = {}, {}
         for count in (2000, 8000):
             pairs = tf.data.Dataset.from_tensor_slices(
                 ([b"quelle %d " % i * 3 for i in range(count)],
@@ -371,10 +374,15 @@ class PermutedEpochsTest(tf.test.TestCase):
                 size, after, resumed = self._iterator_checkpoint(pairs, count, buffer, steps=7)
                 self.assertEqual(resumed, after, (count, kind))
                 sizes[count, kind] = size
-        # A buffer's state grows with the pairs it holds; the permutation's does not. Both also
-        # hold the batches that prefetching had ready, as many as the machine's load allowed
-        # (under load, 1.29x between the two counts), hence a factor of 2: a state holding the
-        # permutation itself (8 bytes a pair) would grow by more than that.
-        self.assertGreater(sizes[8000, "buffer"], 3 * sizes[2000, "buffer"])
-        self.assertLess(sizes[8000, "permuted"], 2 * sizes[2000, "permuted"])
+            # The streams alone, without the batches that prefetching has ready (as many as
+            # the machine's load allows) in the whole pipeline's state.
+            for kind, stream in (("permuted", preprocessing.permuted_epochs(pairs, count, 2)),
+                                 ("buffer", pairs.shuffle(count // 2, seed=2).repeat())):
+                iterator = iter(stream)
+                for _ in range(300):
+                    next(iterator)
+                _, streams[count, kind] = self._write(iterator, f"{kind}_{count}")
+        # A buffer's state grows with the pairs it holds; the permutation's does not.
+        self.assertGreater(streams[8000, "buffer"], 3 * streams[2000, "buffer"])
+        self.assertLess(streams[8000, "permuted"], 1.2 * streams[2000, "permuted"])
         self.assertLess(sizes[8000, "permuted"], sizes[8000, "buffer"] / 10)
