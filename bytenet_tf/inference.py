@@ -40,6 +40,12 @@ DEFAULT_BATCH_SIZE = 256
 DEFAULT_CONCURRENT_BATCHES = 2
 
 
+def _check_concurrent_batches(concurrent_batches):
+    if concurrent_batches < 1:
+        raise ValueError("`concurrent_batches` must be >= 1 (1: one batch at a time). Received: "
+                         f"concurrent_batches={concurrent_batches}")
+
+
 def available_cores():
     """The CPU cores this process may run on (its affinity mask where the OS has one)."""
     if hasattr(os, "sched_getaffinity"):
@@ -50,9 +56,7 @@ def available_cores():
 def threads_per_batch(concurrent_batches, cores=None):
     """Intra-op threads that give each of `concurrent_batches` batches its share of `cores`
     (default: `available_cores()`): `cores // concurrent_batches`, at least 1."""
-    if concurrent_batches < 1:
-        raise ValueError("`concurrent_batches` must be >= 1 (1: one batch at a time). Received: "
-                         f"concurrent_batches={concurrent_batches}")
+    _check_concurrent_batches(concurrent_batches)
     cores = available_cores() if cores is None else cores
     return max(1, cores // concurrent_batches)
 
@@ -68,15 +72,17 @@ def share_cores(concurrent_batches):
 
     Returns:
         The intra-op threads now in effect: the new value, or TensorFlow's own if it had
-        already started (a warning says so; translations are the same either way).
+        already started (a warning says so; translations are the same either way), where 0
+        means TensorFlow's default, one thread per core.
     """
     threads = threads_per_batch(concurrent_batches)
     try:
         tf.config.threading.set_intra_op_parallelism_threads(threads)
     except RuntimeError:
-        logging.warning("TensorFlow had already started; decoding keeps its %d intra-op "
+        current = tf.config.threading.get_intra_op_parallelism_threads()
+        logging.warning("TensorFlow had already started; decoding keeps its %s intra-op "
                         "threads instead of %d.",
-                        tf.config.threading.get_intra_op_parallelism_threads(), threads)
+                        current or "default number of", threads)
     return tf.config.threading.get_intra_op_parallelism_threads()
 
 
@@ -245,9 +251,7 @@ def translate_batches(translate_fn, sources, batch_size=DEFAULT_BATCH_SIZE, prog
     """
     if batch_size < 1:
         raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
-    if concurrent_batches < 1:
-        raise ValueError("`concurrent_batches` must be >= 1 (1: one batch at a time). Received: "
-                         f"concurrent_batches={concurrent_batches}")
+    _check_concurrent_batches(concurrent_batches)
     order = np.argsort([len(s) for s in sources], kind="stable")
     batches = [order[start:start + batch_size] for start in range(0, len(sources), batch_size)]
 

@@ -384,5 +384,6 @@ class PermutedEpochsTest(tf.test.TestCase):
                 _, streams[count, kind] = self._write(iterator, f"{kind}_{count}")
         # A buffer's state grows with the pairs it holds; the permutation's does not.
         self.assertGreater(streams[8000, "buffer"], 3 * streams[2000, "buffer"])
+        self.assertGreater(sizes[8000, "buffer"], 3 * sizes[2000, "buffer"])
         self.assertLess(streams[8000, "permuted"], 1.2 * streams[2000, "permuted"])
         self.assertLess(sizes[8000, "permuted"], sizes[8000, "buffer"] / 10)
