@@ -161,14 +161,15 @@ def _empty_histories(model, rows):
     return handles, tf.tile(tf.range(rows)[:, tf.newaxis], [1, max_lag])
 
 
-def _lineage(ancestors, parents):
+def _lineage(ancestors, parents, parent_rows=None):
     """The lineage table after a step: row `r` continues row `parents[r]` of this step.
 
     `ancestors[r, lag - 1]` is the row, in the numbering of the step `lag` steps back, of row
-    `r`'s input there: after the step, lag 1 is the parent itself and older lags are the
-    parent's.
+    `r`'s input there: after the step, lag 1 is the parent's row in this step's history element
+    (`parent_rows`, by default the parent itself) and older lags are the parent's.
     """
-    return tf.concat([parents[:, tf.newaxis], tf.gather(ancestors, parents)[:, :-1]], axis=1)
+    parent_rows = parents if parent_rows is None else parent_rows
+    return tf.concat([parent_rows[:, tf.newaxis], tf.gather(ancestors, parents)[:, :-1]], axis=1)
 
 
 def _decoder_step(model, encoded_t, previous, handles, t, ancestors, memory, id_table):
@@ -312,10 +313,11 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
                        capacity=None, return_beams=False):
     """Cached beam search; each beam reads its past along its lineage (`_History`).
 
-    Finished beams are extended with PAD at no cost; among the final beams the one with the
-    best length-normalized log-probability (score / ((5 + length) / 6) ** `length_alpha`) wins.
-    A sentence whose beams are all finished leaves the batch, so later steps compute only the
-    sentences still running (not under XLA, whose shapes are static).
+    Finished beams are extended with PAD at log-probability 0; among the final beams the one
+    with the best length-normalized log-probability (score / ((5 + length) / 6) ** `length_alpha`)
+    wins. The decoder steps only the beams still running, and a sentence whose beams are all
+    finished leaves the batch (not under XLA, whose shapes are static: there every beam of every
+    sentence steps to the end).
 
     Args:
         model: a `ByteNet`.
@@ -373,21 +375,35 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
         index, scores, lengths, sequences = sentences
         previous, finished, limits, ancestors, memory = beams
         running = tf.shape(index)[0]
-        encoded_t = tf.repeat(tf.gather(_encoded_at(encoded, t), index), k, axis=0)
-        logits, handles = _decoder_step(model, encoded_t, previous, handles, t, ancestors,
-                                        memory or None, id_table)
+        # The decoder steps only the beams still running: a finished beam's one continuation is
+        # PAD at log-probability 0, whatever the decoder would say. This step's history element
+        # holds the rows of `active` in order (every beam's on the static path, under XLA).
+        if compact:
+            running_beams = tf.logical_not(finished)
+            active = tf.cast(tf.where(running_beams)[:, 0], tf.int32)
+            row_at_step = tf.cumsum(tf.cast(running_beams, tf.int32)) - 1
+        else:
+            active = row_at_step = tf.range(running * k)
+        encoded_t = tf.gather(_encoded_at(encoded, t), tf.gather(index, active // k))
+        logits, handles = _decoder_step(model, encoded_t, tf.gather(previous, active), handles,
+                                        t, tf.gather(ancestors, active),
+                                        _take(memory, active) or None, id_table)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
-        # A finished beam continues with PAD at log-probability 0 and nothing else.
         pad_only = tf.where(tf.equal(tf.range(vocab), PAD_ID), 0.0, -1e9)
-        log_probs = tf.where(finished[:, tf.newaxis], pad_only[tf.newaxis], log_probs)
+        if compact:
+            log_probs = tf.tensor_scatter_nd_update(
+                tf.tile(pad_only[tf.newaxis], [running * k, 1]), active[:, tf.newaxis], log_probs)
+        else:
+            log_probs = tf.where(finished[:, tf.newaxis], pad_only[tf.newaxis], log_probs)
         candidates = tf.reshape(scores, [running * k, 1]) + log_probs
         candidates = tf.reshape(candidates, [running, k * vocab])
         scores, best = tf.math.top_k(candidates, k=k)
         parents = best // vocab
         chosen = best % vocab
         flat_parents = tf.reshape(parents + tf.range(running)[:, tf.newaxis] * k, [running * k])
-        ancestors = _lineage(ancestors, flat_parents)
+        # A child of a finished beam is finished and never reads its table row again.
+        ancestors = _lineage(ancestors, flat_parents, tf.gather(row_at_step, flat_parents))
         finished = tf.gather(finished, flat_parents)
         lengths = tf.gather(lengths, parents, batch_dims=1)
         sequences = tf.gather(sequences, parents, batch_dims=1)

@@ -204,6 +204,26 @@ class CompactionTest(parameterized.TestCase, tf.test.TestCase):
                 self.assertGreater(len(set(lengths)), 2, "sentences should finish apart")
                 self.assertEqual(cached, _naive_beam_search(model, source, 3, 45))
 
+    def test_beams_that_finish_early_leave_the_decoder_step_and_change_nothing(self):
+        # With EOS likely, a sentence's beams end at different steps; from then on only its
+        # running beams step the decoder, reading their pasts through rows that are numbered
+        # among the running beams alone.
+        for name in ("bytenet_selu", "bytenet_small", "bytenet_selu_attention"):
+            with self.subTest(model=name):
+                model = _early_stopping_model(name, seed=5)
+                source = tf.constant(byte_codec.frame_batch(
+                    [b""] + synthetic_lines(9, 5, 40)))
+                _, _, lengths = decoding.beam_search_decode(
+                    model, source, beam_size=4, max_output_length=40, return_beams=True)
+                lengths = lengths.numpy()
+                apart = np.sum(lengths.min(1) < lengths.max(1))
+                self.assertGreater(apart, 3, "too few sentences whose beams ended apart")
+                self.assertGreater(lengths.max(), 10, "no beam ran on after others ended")
+                ids = decoding.beam_search_decode(model, source, beam_size=4, length_alpha=0.0,
+                                                  max_output_length=40).numpy()
+                cached = [[int(i) for i in row if i != byte_codec.PAD_ID] for row in ids]
+                self.assertEqual(cached, _naive_beam_search(model, source, 4, 40))
+
     def test_every_beam_serves_every_length_penalty(self):
         model = _early_stopping_model("bytenet_selu", seed=5)
         source = tf.constant(byte_codec.frame_batch([b""] + synthetic_lines(15, 3, 30)))
