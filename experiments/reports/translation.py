@@ -167,13 +167,13 @@ _NOT_THE_RECIPE = ("model_dir", "export_dir", "exported_weights", "length_penalt
 
 
 def _trained_alike(one, other):
-    """Whether two translator runs trained the same configuration on the same seed and budget,
-    apart from `source_blind`."""
+    """Whether two translator runs trained the same configuration on the same seed, budget and
+    CPU kind, apart from `source_blind` (another CPU fits another number of steps)."""
     def recipe(result):
         config = result["effective_config"]
         model = {k: v for k, v in config["model_config"].items() if k != "source_blind"}
         return ({k: v for k, v in config.items() if k not in _NOT_THE_RECIPE}, model,
-                result["seed"], result["minutes"])
+                result["seed"], result["minutes"], result.get("cpu"))
     return recipe(one) == recipe(other)
 
 
