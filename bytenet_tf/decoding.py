@@ -390,12 +390,10 @@ def beam_search_decode(model, source, beam_size=4, length_alpha=DEFAULT_LENGTH_P
                                         _take(memory, active) or None, id_table)
         log_probs = tf.nn.log_softmax(logits)
         vocab = tf.shape(log_probs)[-1]
+        # Every beam's row of `log_probs` (a finished beam's holds another's, replaced below).
+        log_probs = tf.gather(log_probs, tf.maximum(row_at_step, 0))
         pad_only = tf.where(tf.equal(tf.range(vocab), PAD_ID), 0.0, -1e9)
-        if compact:
-            log_probs = tf.tensor_scatter_nd_update(
-                tf.tile(pad_only[tf.newaxis], [running * k, 1]), active[:, tf.newaxis], log_probs)
-        else:
-            log_probs = tf.where(finished[:, tf.newaxis], pad_only[tf.newaxis], log_probs)
+        log_probs = tf.where(finished[:, tf.newaxis], pad_only[tf.newaxis], log_probs)
         candidates = tf.reshape(scores, [running * k, 1]) + log_probs
         candidates = tf.reshape(candidates, [running, k * vocab])
         scores, best = tf.math.top_k(candidates, k=k)
