@@ -3,16 +3,17 @@ translators on captions and news, and their share of the analytic FLOP bound.
 
     python benchmarks/translate_speed.py --saved_model=A --saved_model=B [--rounds=3]
 
-Each SavedModel translates the 1000 Multi30k test2016 captions and the first `--news`
-sentences of newstest2015 (../shared/data/deen) as bytenet-evaluate does
-(`inference.translate_batches`, length-sorted batches of `--batch_size`, `--concurrent_batches`
-of them decoding at once; both may differ per export, so one export given twice times two
-settings), after one untimed batch. The exports are timed in turn, round after round (A B A B
-...), and the median of the rounds is reported, with each export's speed relative to the first
-one's. TensorFlow's intra-op threads are what bytenet-evaluate sets for the largest
-`--concurrent_batches` (`inference.share_cores`), or `--intra_op_threads`; they are fixed for
-the process, so two thread counts are compared by running the benchmark once per count,
-alternated, and each row's `outputs_sha256` tells whether the translations are the same.
+Each SavedModel translates the 1000 Multi30k test2016 captions and the first `--news` sentences
+of newstest2015 (../shared/data/deen) as bytenet-evaluate does (`inference.translate_batches`:
+length-sorted batches, longest first, of up to `--batch_size` sentences and `--batch_bytes`
+padded bytes, `--concurrent_batches` of them decoding at once; each may differ per export, so
+one export given twice times two settings), after one untimed batch. The exports are timed in
+turn, round after round (A B A B ...), and the median of the rounds is reported, with each
+export's speed relative to the first one's. TensorFlow's intra-op threads are what
+bytenet-evaluate sets for the largest `--concurrent_batches` (`inference.share_cores`), or
+`--intra_op_threads`; they are fixed for the process, so two thread counts are compared by
+running the benchmark once per count, alternated, and each row's `outputs_sha256` tells whether
+the translations are the same.
 
 The FLOP bound counts the matrix products that the translations need (`bytenet_tf.flops`):
 the encoder over each source, and the decoder over each output byte and its EOS, once per
@@ -83,13 +84,14 @@ def digest(outputs):
     return hasher.hexdigest()
 
 
-def per_export(parser, flag, values, default, exports):
-    """A flag given once for every export or once per export: one value >= 1 per export."""
+def per_export(parser, flag, values, default, exports, minimum=1):
+    """A flag given once for every export or once per export: one value >= `minimum` per
+    export."""
     values = values or [default]
     if len(values) == 1:
         values = values * exports
-    if len(values) != exports or min(values) < 1:
-        parser.error(f"--{flag}={values}: give one value >= 1, or one per --saved_model "
+    if len(values) != exports or min(values) < minimum:
+        parser.error(f"--{flag}={values}: give one value >= {minimum}, or one per --saved_model "
                      f"({exports})")
     return values
 
@@ -105,6 +107,9 @@ def main():
     parser.add_argument("--batch_size", type=int, action="append",
                         help="sentences per batch: once for every export, or once per "
                              f"--saved_model in its order (default {inference.DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--batch_bytes", type=int, action="append",
+                        help="padded source bytes per batch (0: no such limit), as --batch_size "
+                             f"(default {inference.DEFAULT_BATCH_BYTES})")
     parser.add_argument("--concurrent_batches", type=int, action="append",
                         help="batches decoding at once: once for every export, or once per "
                              "--saved_model in its order (default "
@@ -116,6 +121,8 @@ def main():
     args = parser.parse_args()
     batch_sizes = per_export(parser, "batch_size", args.batch_size,
                              inference.DEFAULT_BATCH_SIZE, len(args.saved_model))
+    batch_bytes = per_export(parser, "batch_bytes", args.batch_bytes,
+                             inference.DEFAULT_BATCH_BYTES, len(args.saved_model), minimum=0)
     concurrency = per_export(parser, "concurrent_batches", args.concurrent_batches,
                              inference.DEFAULT_CONCURRENT_BATCHES, len(args.saved_model))
     if args.intra_op_threads is None:
@@ -132,13 +139,15 @@ def main():
     news, _, _ = read_parallel_lines(deen("newstest2015.de"), deen("newstest2015.en"))
     sets = {"captions": captions[:args.captions], "news": news[:args.news]}
     exports = []
-    for path, batch_size, concurrent in zip(args.saved_model, batch_sizes, concurrency):
+    for path, batch_size, bytes_, concurrent in zip(args.saved_model, batch_sizes, batch_bytes,
+                                                    concurrency):
         signature, version_dir = inference.load_saved_model(path)
         options = export_options(version_dir)
         translate = inference.as_translate_fn(signature)
         translate(sets["captions"][:batch_size])  # untimed: the first call's set-up
         exports.append({"path": version_dir, "translate": translate, "options": options,
-                        "batch_size": batch_size, "concurrent_batches": concurrent,
+                        "batch_size": batch_size, "batch_bytes": bytes_ or None,
+                        "concurrent_batches": concurrent,
                         "model": ByteNet.from_config(options["model"]),
                         "seconds": {name: [] for name in sets}, "outputs": {}})
     for _ in range(args.rounds):
@@ -147,7 +156,8 @@ def main():
                 start = time.perf_counter()
                 outputs = inference.translate_batches(
                     export["translate"], sources, export["batch_size"],
-                    concurrent_batches=export["concurrent_batches"])
+                    concurrent_batches=export["concurrent_batches"],
+                    batch_bytes=export["batch_bytes"])
                 export["seconds"][name].append(time.perf_counter() - start)
                 export["outputs"][name] = outputs
     peak = whole_cpu_peak()
@@ -160,7 +170,7 @@ def main():
             bound = flop_bound(model, beam, sources, outputs, model.max_length)
             rows.append({
                 "saved_model": export["path"], "set": name, "beam_size": beam,
-                "batch_size": export["batch_size"],
+                "batch_size": export["batch_size"], "batch_bytes": export["batch_bytes"],
                 "concurrent_batches": export["concurrent_batches"],
                 "sentences": len(sources), "seconds": significant(seconds),
                 "seconds_per_round": [significant(s) for s in export["seconds"][name]],
@@ -186,7 +196,7 @@ def main():
         row["speed_vs_first"] = round(row["sentences_per_s"]
                                       / first[row["set"]]["sentences_per_s"], 3)
         print(f"{row['saved_model']} beam {row['beam_size']}, batch {row['batch_size']} "
-              f"x {row['concurrent_batches']} at once, "
+              f"({row['batch_bytes'] or 'no'} bytes) x {row['concurrent_batches']} at once, "
               f"{row['set']}: "
               f"{100 * row['identical_to_first_of_its_beam']:.1f}% identical outputs, "
               f"{row['sentences_per_s']:.1f} sentences/s, {row['target_bytes_per_s']:.0f} "

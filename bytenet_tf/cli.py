@@ -4,9 +4,10 @@
   (its name, type, choices, help and default written once, in the field).
 - `flag_message(message, names)`: a library error in flag terms (`batch_size` -> --batch_size).
 - `require_positive(*names)`: a `ConfigError` for an integer flag below 1.
-- `define_decoding_flags(module_name)`: `--batch_size`, `--concurrent_batches` and `--progress`,
-  how bytenet-evaluate and bytenet-translate feed a SavedModel; `start_decoding()` checks them
-  and shares the cores out, and `decode_lines(translate_fn, sources)` decodes with them.
+- `define_decoding_flags(module_name)`: `--batch_size`, `--batch_bytes`, `--concurrent_batches`
+  and `--progress`, how bytenet-evaluate and bytenet-translate feed a SavedModel;
+  `start_decoding()` checks them and shares the cores out, and
+  `decode_lines(translate_fn, sources)` decodes with them.
 - `run(main, module_name, binary)`: `absl.app.run(main)`, with two things absl does not do on its
   own. `--help` shows the module's usage and lists its flags: absl shows only those of the file
   that was started, and a console script (`bytenet-train`) is not the module that defines them
@@ -74,9 +75,15 @@ def require_positive(*names):
 
 
 def define_decoding_flags(module_name):
-    """Defines `--batch_size`, `--concurrent_batches` and `--progress` as flags of `module_name`."""
+    """Defines `--batch_size`, `--batch_bytes`, `--concurrent_batches` and `--progress` as flags
+    of `module_name`."""
     module = _module(module_name)
     flags.DEFINE_integer("batch_size", inference.DEFAULT_BATCH_SIZE, "Sentences per batch.",
+                         module_name=module)
+    flags.DEFINE_integer("batch_bytes", inference.DEFAULT_BATCH_BYTES,
+                         "Padded source bytes per batch: its sentences times its longest, plus "
+                         "one each. Batches of long sentences hold fewer of them, so that the "
+                         "batches in flight finish together. A longer sentence goes alone.",
                          module_name=module)
     flags.DEFINE_integer("concurrent_batches", inference.DEFAULT_CONCURRENT_BATCHES,
                          "Batches decoding at once, in threads (1: one after another); each "
@@ -90,13 +97,14 @@ def decode_lines(translate_fn, sources):
     """`inference.translate_batches` of `sources` with the flags of `define_decoding_flags`."""
     return inference.translate_batches(translate_fn, sources, FLAGS.batch_size,
                                        progress=FLAGS.progress,
-                                       concurrent_batches=FLAGS.concurrent_batches)
+                                       concurrent_batches=FLAGS.concurrent_batches,
+                                       batch_bytes=FLAGS.batch_bytes)
 
 
 def start_decoding():
     """Checks the decoding flags and splits the cores between the batches in flight; call it
     before TensorFlow runs its first op. Returns the intra-op threads (`inference.share_cores`)."""
-    require_positive("batch_size", "concurrent_batches")
+    require_positive("batch_size", "batch_bytes", "concurrent_batches")
     return inference.share_cores(FLAGS.concurrent_batches)
 
 

@@ -9,8 +9,8 @@ bytenet-translate and bytenet-evaluate alike:
 - `load_saved_model(path)`: the `serving_default` signature of an export (base or version).
 - `as_translate_fn(signature)`: the same list-to-list function over a loaded signature (it takes
   and returns the tensors of `Translator.translate`).
-- `translate_batches(translate_fn, sources)`: length-sorted batches, two decoding at once
-  (`concurrent_batches`), results in input order.
+- `translate_batches(translate_fn, sources)`: length-sorted batches, longest first, two
+  decoding at once (`concurrent_batches`), results in input order.
 - `share_cores(concurrent_batches)`: TensorFlow's intra-op threads set so that the batches in
   flight split the CPU's cores between them (bytenet-evaluate and bytenet-translate).
 - `read_lines` / `one_line`: line I/O that stays aligned on b"\\n".
@@ -38,6 +38,11 @@ DEFAULT_BATCH_SIZE = 256
 # them on one thread; two batches in flight keep both of a 2-core CPU's cores busy
 # (docs/results.md, "Translation speed").
 DEFAULT_CONCURRENT_BATCHES = 2
+# Padded source bytes per decoding batch where none is given (sentences times the longest, EOS
+# counted): 256 sentences of up to 127 bytes, fewer of longer ones. A batch of long sentences
+# decodes for many steps; smaller ones keep the batches' times closer, so the cores finish
+# together (docs/results.md, "Translation speed").
+DEFAULT_BATCH_BYTES = 32768
 
 
 def _check_concurrent_batches(concurrent_batches):
@@ -227,14 +232,43 @@ def load_saved_model(path):
     return tf.saved_model.load(version_dir).signatures["serving_default"], version_dir
 
 
+def cut_batches(lengths, batch_size=DEFAULT_BATCH_SIZE, batch_bytes=DEFAULT_BATCH_BYTES):
+    """Index batches of sources with `lengths` (bytes), longest first.
+
+    The sources are sorted longest first (ties in input order) and cut in that order: a batch
+    takes the next source while it holds fewer than `batch_size` and, with the source, at most
+    `batch_bytes` padded bytes (its sources times its longest plus an EOS; None: no such
+    limit). A source longer than `batch_bytes` is a batch of its own. The shortest batches
+    come last, where they fill the cores that the long ones leave free as they finish.
+
+    Returns:
+        A list of int arrays, together every index once.
+    """
+    if batch_size < 1:
+        raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
+    if batch_bytes is not None and batch_bytes < 1:
+        raise ValueError("`batch_bytes` must be >= 1, or None for no limit. Received: "
+                         f"batch_bytes={batch_bytes}")
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+    batches, start = [], 0
+    while start < len(order):
+        rows = batch_size
+        if batch_bytes is not None:
+            rows = max(1, min(rows, batch_bytes // (int(lengths[order[start]]) + 1)))
+        batches.append(order[start:start + rows])
+        start += rows
+    return batches
+
+
 def translate_batches(translate_fn, sources, batch_size=DEFAULT_BATCH_SIZE, progress=False,
-                      description="translate", concurrent_batches=DEFAULT_CONCURRENT_BATCHES):
+                      description="translate", concurrent_batches=DEFAULT_CONCURRENT_BATCHES,
+                      batch_bytes=DEFAULT_BATCH_BYTES):
     """Translates `sources` (list of bytes) in length-sorted batches, keeping their order.
 
-    Every source is translated, the empty string included. The batches are the same whatever
-    `concurrent_batches` is (sources sorted by length, then cut every `batch_size`), so each
-    source gets the translation that one batch at a time gives it; up to `concurrent_batches`
-    of them are decoding at once, in threads (a TensorFlow call releases the GIL).
+    Every source is translated, the empty string included. The batches are `cut_batches`'s,
+    longest first, the same whatever `concurrent_batches` is, so each source gets the
+    translation that one batch at a time gives it; up to `concurrent_batches` of them are
+    decoding at once, in threads (a TensorFlow call releases the GIL).
 
     Args:
         translate_fn: list of bytes -> list of bytes: a `Translator`, or `as_translate_fn`.
@@ -245,15 +279,13 @@ def translate_batches(translate_fn, sources, batch_size=DEFAULT_BATCH_SIZE, prog
         progress: bool, show a progress bar on stderr.
         description: str, the progress bar's label.
         concurrent_batches: int >= 1, batches decoding at once (1: one after another).
+        batch_bytes: int >= 1, or None: padded source bytes per batch (`cut_batches`).
 
     Returns:
         list of bytes, `translations[i]` for `sources[i]`.
     """
-    if batch_size < 1:
-        raise ValueError(f"`batch_size` must be >= 1. Received: batch_size={batch_size}")
     _check_concurrent_batches(concurrent_batches)
-    order = np.argsort([len(s) for s in sources], kind="stable")
-    batches = [order[start:start + batch_size] for start in range(0, len(sources), batch_size)]
+    batches = cut_batches([len(s) for s in sources], batch_size, batch_bytes)
 
     def translate(indices):
         return translate_fn([sources[i] for i in indices])

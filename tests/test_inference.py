@@ -1,4 +1,5 @@
-"""`inference.translate_batches`: length-sorted batches, input order, batches decoding at once."""
+"""`inference.translate_batches`: length-sorted batches longest first, input order, batches
+decoding at once."""
 
 import os
 import random
@@ -47,13 +48,14 @@ class TranslateBatchesTest(tf.test.TestCase):
         for concurrent in (1, 2, 5, 30):
             recorder = _Recorder()
             outputs = inference.translate_batches(recorder, sources, batch_size=4,
-                                                  concurrent_batches=concurrent)
+                                                  concurrent_batches=concurrent,
+                                                  batch_bytes=None)
             self.assertLen(outputs, len(sources))
             for source, output in zip(sources, outputs):
                 self.assertEqual(output.split(b":", 1)[1], source[::-1])
-            # The batches are cut from the stable length order, whatever the concurrency, and
-            # each source is answered by the call that held its batch.
-            order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+            # The batches are cut from the stable length order, longest first, whatever the
+            # concurrency, and each source is answered by the call that held its batch.
+            order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
             expected = [order[start:start + 4] for start in range(0, len(sources), 4)]
             self.assertCountEqual(recorder.batches,
                                   [[sources[i] for i in batch] for batch in expected])
@@ -61,6 +63,32 @@ class TranslateBatchesTest(tf.test.TestCase):
                 number = recorder.batches.index([sources[i] for i in batch])
                 for i in batch:
                     self.assertTrue(outputs[i].startswith(b"%d:" % number), (i, number))
+
+    def test_batches_hold_at_most_their_bytes_longest_first(self):
+        rng = random.Random(4)
+        lengths = [rng.choice([0, 1, 5, 30, 31, 99, 100, 400]) for _ in range(300)]
+        for batch_size, batch_bytes in ((256, 1000), (8, 1000), (256, 64), (3, None)):
+            batches = inference.cut_batches(lengths, batch_size, batch_bytes)
+            flat = [int(i) for batch in batches for i in batch]
+            self.assertCountEqual(flat, range(len(lengths)))  # every source once
+            # Longest first, and ties in input order.
+            self.assertEqual(flat, sorted(range(len(lengths)), key=lambda i: -lengths[i]))
+            for batch, following in zip(batches, batches[1:] + [[]]):
+                padded = len(batch) * (lengths[batch[0]] + 1)
+                self.assertLessEqual(len(batch), batch_size)
+                if batch_bytes is not None and len(batch) > 1:
+                    self.assertLessEqual(padded, batch_bytes)
+                # Each batch is as full as its limits allow: the next source would break one.
+                if len(following):
+                    full = len(batch) == batch_size or (
+                        batch_bytes is not None
+                        and (len(batch) + 1) * (lengths[batch[0]] + 1) > batch_bytes)
+                    self.assertTrue(full, (len(batch), lengths[batch[0]]))
+        # A source longer than the budget goes alone; the others still share batches.
+        batches = inference.cut_batches([500, 3, 3, 3], 256, 16)
+        self.assertEqual([list(batch) for batch in batches], [[0], [1, 2, 3]])
+        with self.assertRaisesRegex(ValueError, r"Received: batch_bytes=0"):
+            inference.cut_batches([1], 4, 0)
 
     def test_two_batches_decode_at_once_and_one_means_one_at_a_time(self):
         sources = _random_sources(16, seed=1)
@@ -75,8 +103,9 @@ class TranslateBatchesTest(tf.test.TestCase):
 
     def test_empty_input_and_an_empty_source(self):
         self.assertEqual(inference.translate_batches(_Recorder(), []), [])
+        # The longer source is the first batch.
         self.assertEqual(inference.translate_batches(_Recorder(), [b"", b"ab"], batch_size=1),
-                         [b"0:", b"1:ba"])
+                         [b"1:", b"0:ba"])
 
     def test_a_failing_batch_raises_its_error(self):
         def translate(sources):
@@ -131,6 +160,10 @@ class TranslateBatchesTest(tf.test.TestCase):
             both = inference.translate_batches(translate, sources, batch_size=6,
                                                concurrent_batches=2)
             self.assertEqual(both, one)
+            # Batches cut by bytes instead (1 to 6 sentences each) translate the same.
+            by_bytes = inference.translate_batches(translate, sources, batch_size=6,
+                                                   batch_bytes=60, concurrent_batches=2)
+            self.assertEqual(by_bytes, one)
 
 
 if __name__ == "__main__":

@@ -41,23 +41,35 @@ def translation_section(result):
     return lines
 
 
-def threads_section(result):
-    """Decoding with one thread per op against TensorFlow's default, process against process."""
-    lines = ["### Threads per op while two batches decode", "", provenance(result),
+def pairs_section(result, title, column, setting):
+    """Runs of translate_speed in separate processes, alternated in pairs: one row per run and
+    set, `setting(run)` in the column `column`."""
+    lines = [title, "", provenance(result),
              f"CPU: {result['cpu']}. Weights: {result['weights']}. {result['how']}.", "",
-             "| pair | intra-op threads | set | sentences/s | share of float32 peak | "
+             f"| pair | {column} | set | sentences/s | share of float32 peak | "
              "float32 peak, GFLOP/s | outputs |", "|---|---|---|---|---|---|---|"]
     first = {row["set"]: row["outputs_sha256"] for row in result["runs"][0]["rows"]}
     for run in result["runs"]:
-        threads = run["intra_op_threads"] or "TensorFlow's default"
         for row in run["rows"]:
             same = "same as the first run" if row["outputs_sha256"] == first[row["set"]] else \
                 "differ from the first run"
-            lines.append(f"| {run['pair']} | {threads} | {row['set']} ({row['sentences']}) | "
-                         f"{row['sentences_per_s']:.1f} | "
+            lines.append(f"| {run['pair']} | {setting(run)} | {row['set']} ({row['sentences']}) "
+                         f"| {row['sentences_per_s']:.1f} | "
                          f"{100 * row['fraction_of_float32_peak']:.1f}% | "
                          f"{run['matmul_peak_gflop_per_s']:.0f} | {same} |")
     return lines
+
+
+def threads_section(result):
+    """Decoding with one thread per op against TensorFlow's default, process against process."""
+    return pairs_section(result, "### Threads per op while two batches decode", "intra-op threads",
+                         lambda run: run["intra_op_threads"] or "TensorFlow's default")
+
+
+def schedule_section(result):
+    """Batches cut by count in ascending length against longest first by bytes."""
+    return pairs_section(result, "### Which batches decode first, and how large",
+                         "batches", lambda run: run["batches"])
 
 
 def budget_section(result):
@@ -134,15 +146,17 @@ def backends_section(result):
 
 def render():
     """The section's subsections, from speed.json, translate_speed*.json, decode_threads.json,
-    recipe_budget.json, checkpoint_cost.json and the GPU files backend_throughput_h200.json and
+    decode_schedule.json, recipe_budget.json, checkpoint_cost.json and the GPU files backend_throughput_h200.json and
     backend_logits_h200.json."""
     result = load("speed")
     lines = (speed_section(result) if result else ["Not run yet."]) + [""]
     for result in results_named("translate_speed").values():
         lines += translation_section(result) + [""]
-    result = load("decode_threads")
-    if result:
-        lines += threads_section(result) + [""]
+    for name, section in (("decode_threads", threads_section),
+                          ("decode_schedule", schedule_section)):
+        result = load(name)
+        if result:
+            lines += section(result) + [""]
     result = load("recipe_budget")
     if result:
         lines += budget_section(result) + [""]
