@@ -68,7 +68,8 @@ def threads_section(result):
 
 def schedule_section(result):
     """Batches cut by count in ascending length against longest first by bytes."""
-    return pairs_section(result, "### Which batches decode first, and how large",
+    beam = result["runs"][0]["rows"][0]["beam_size"]
+    return pairs_section(result, f"### Which batches decode first, and how large (beam {beam})",
                          "batches", lambda run: run["batches"])
 
 
@@ -146,14 +147,15 @@ def backends_section(result):
 
 def render():
     """The section's subsections, from speed.json, translate_speed*.json, decode_threads.json,
-    decode_schedule.json, recipe_budget.json, checkpoint_cost.json and the GPU files backend_throughput_h200.json and
-    backend_logits_h200.json."""
+    decode_schedule.json, decode_schedule_greedy.json, recipe_budget.json, checkpoint_cost.json
+    and the GPU files backend_throughput_h200.json and backend_logits_h200.json."""
     result = load("speed")
     lines = (speed_section(result) if result else ["Not run yet."]) + [""]
     for result in results_named("translate_speed").values():
         lines += translation_section(result) + [""]
     for name, section in (("decode_threads", threads_section),
-                          ("decode_schedule", schedule_section)):
+                          ("decode_schedule", schedule_section),
+                          ("decode_schedule_greedy", schedule_section)):
         result = load(name)
         if result:
             lines += section(result) + [""]
