@@ -41,7 +41,7 @@ DEFAULT_CONCURRENT_BATCHES = 2
 # Padded source bytes per decoding batch where none is given (sentences times the longest, EOS
 # counted): 256 sentences of up to 127 bytes, fewer of longer ones. A batch of long sentences
 # decodes for many steps; smaller ones keep the batches' times closer, so the cores finish
-# together (docs/results.md, "Translation speed").
+# together (docs/results.md, "Which batches decode first, and how large").
 DEFAULT_BATCH_BYTES = 32768
 
 

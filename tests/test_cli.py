@@ -80,6 +80,7 @@ class CommandLineTest(tf.test.TestCase):
     def test_sizes_below_one_are_clear_errors(self):
         files = [f"--source_file={self.source_file}", f"--reference_file={self.reference_file}"]
         for module, args, flag in (("bytenet_tf.evaluate", files, "--concurrent_batches=0"),
+                                   ("bytenet_tf.translate", [], "--batch_size=-1"),
                                    ("bytenet_tf.translate", [], "--batch_bytes=0")):
             completed = _run(module, f"--saved_model={self.base}", *args, flag, stdin=b"x\n")
             self.assertEqual(completed.returncode, 1, completed.stderr[-2000:])
