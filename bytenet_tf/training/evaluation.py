@@ -155,7 +155,7 @@ def digits_exact_match_by_length(config, translate_fn, per_length=200):
     """
     drawn = digits.independent_numbers(config.data.digits_config, per_length)
     sources = [digits.spell(number).encode() for number, _ in drawn]
-    outputs = inference.translate_batches(translate_fn, sources, batch_size=256)
+    outputs = inference.translate_batches(translate_fn, sources)
     groups = collections.defaultdict(list)
     for (number, seen), output in zip(drawn, outputs):
         groups[len(number)].append((output == number.encode(), seen))
