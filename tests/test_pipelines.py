@@ -391,3 +391,89 @@ class PermutedEpochsTest(tf.test.TestCase):
         self.assertGreater(sizes[8000, "buffer"], 3 * sizes[2000, "buffer"])
         self.assertEqual(streams[8000, "permuted"], streams[2000, "permuted"])
         self.assertLess(sizes[8000, "permuted"], sizes[8000, "buffer"] / 10)
+
+
+def _lengths_in_random_order(count, seed=0):
+    """`count` (source, target) string pairs whose longer side has a distinct length, 1 to
+    `count` bytes, in a random order: the source is `n` bytes and the target shorter."""
+    lengths = np.random.default_rng(seed).permutation(np.arange(1, count + 1))
+    sources = [b"s" * int(n) for n in lengths]
+    targets = [b"t" * (int(n) // 2) for n in lengths]
+    return tf.data.Dataset.from_tensor_slices((sources, targets)), lengths
+
+
+class CurriculumTest(tf.test.TestCase):
+
+    def test_competence_is_the_square_root_schedule(self):
+        drawn = np.array([0, 1, 125, 250, 500, 1000])
+        got = preprocessing.curriculum_competence(drawn, 500).numpy()
+        want = np.minimum(1, np.sqrt(0.01 ** 2 + (1 - 0.01 ** 2) * drawn / 500))
+        self.assertAllClose(got, want, rtol=1e-12)
+        self.assertAllClose(got[[0, -2, -1]], [0.01, 1.0, 1.0])
+
+    def test_each_draw_comes_from_the_shortest_competent_share(self):
+        count, curriculum = 1000, 500
+        pairs, _ = _lengths_in_random_order(count)
+        stream = preprocessing.permuted_epochs(pairs, count, seed=4, curriculum_pairs=curriculum)
+        # A pair's rank in length order is its length - 1 (lengths are 1..count).
+        ranks = np.array([len(s) - 1 for s, _ in stream.take(curriculum).as_numpy_iterator()])
+        pools = np.ceil(np.sqrt(1e-4 + (1 - 1e-4) * np.arange(curriculum) / curriculum) * count)
+        self.assertTrue(np.all(ranks < pools), ranks[ranks >= pools])
+        self.assertLess(ranks[0], 10)  # the shortest 1% first
+        # Draws spread over their pool, and the pool reaches the longest pairs by the end.
+        self.assertGreater(ranks[-50:].max(), 900)
+        self.assertGreater(np.mean(ranks[-100:] / pools[-100:]), 0.35)
+        self.assertLess(np.mean(ranks[-100:] / pools[-100:]), 0.65)
+
+    def test_the_permuted_epochs_follow_unchanged(self):
+        count, curriculum = 300, 120
+        pairs, _ = _lengths_in_random_order(count)
+        with_curriculum = [s for s, _ in preprocessing.permuted_epochs(
+            pairs, count, seed=7, curriculum_pairs=curriculum).take(curriculum + 2 * count)
+            .as_numpy_iterator()]
+        without = [s for s, _ in preprocessing.permuted_epochs(pairs, count, seed=7)
+                   .take(2 * count).as_numpy_iterator()]
+        self.assertEqual(with_curriculum[curriculum:], without)
+        once = preprocessing.permuted_epochs(pairs, count, seed=7, repeat=False,
+                                             curriculum_pairs=curriculum)
+        self.assertLen(list(once.as_numpy_iterator()), curriculum + count)
+
+    def test_seeded(self):
+        pairs, _ = _lengths_in_random_order(200)
+
+        def draws(seed):
+            return [s for s, _ in preprocessing.permuted_epochs(
+                pairs, 200, seed, curriculum_pairs=100).take(100).as_numpy_iterator()]
+        self.assertEqual(draws(3), draws(3))
+        self.assertNotEqual(draws(3), draws(4))
+
+    def test_make_batches_draws_it_and_resumes_it_exactly(self):
+        count = 400
+        pairs, _ = _lengths_in_random_order(count)
+        config = preprocessing.PipelineConfig(max_length=500, batch_size=4, bucketing=False,
+                                              shuffle_buffer=count, curriculum_epochs=0.5,
+                                              seed=1)
+        iterator = iter(preprocessing.make_batches(pairs, config))
+        first = [next(iterator) for _ in range(5)]
+        # Draw 19 of the curriculum's 200 picks among the shortest ceil(0.3084 * 400) = 124
+        # sources; 20 draws from all 400 would pass 124 bytes with probability 1 - 0.31**20.
+        longest = max(int(tf.reduce_max(tf.reduce_sum(tf.cast(
+            features["source"] != byte_codec.PAD_ID, tf.int32), axis=1))) for features, _ in first)
+        self.assertLessEqual(longest - 1, 124)  # EOS is not a byte of the pair
+        path = tf.train.Checkpoint(iterator=iterator).write(
+            os.path.join(self.get_temp_dir(), "curriculum"))
+        after = _as_bytes(next(iterator) for _ in range(60))  # past the curriculum's 200 pairs
+        resumed = iter(preprocessing.make_batches(pairs, config))
+        tf.train.Checkpoint(iterator=resumed).read(path).assert_consumed()
+        self.assertEqual(_as_bytes(next(resumed) for _ in range(60)), after)
+
+    def test_bad_settings_name_the_value_and_the_fix(self):
+        pairs, _ = _lengths_in_random_order(50)
+        with self.assertRaisesRegex(ValueError, r"`curriculum_epochs` must be >= 0 .*Received: "
+                                                r"curriculum_epochs=-1$"):
+            preprocessing.make_batches(pairs, preprocessing.PipelineConfig(curriculum_epochs=-1))
+        with self.assertRaisesRegex(ValueError, r"needs the pairs in memory: set `shuffle_buffer` "
+                                                r"to at least their number \(shuffle_buffer=49, "
+                                                r"pairs: 50\), or curriculum_epochs=0"):
+            preprocessing.make_batches(pairs, preprocessing.PipelineConfig(
+                shuffle_buffer=49, curriculum_epochs=1))

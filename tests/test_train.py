@@ -143,6 +143,13 @@ class TrainEndToEndTest(tf.test.TestCase):
         # the optimizer, the dropout seeds and the data iterator all continued.
         resume_and_compare(self)
 
+    def test_resumed_run_continues_the_same_length_curriculum(self):
+        # The 6 steps' 48 pairs are all drawn by the curriculum (2 epochs of the 128 pairs,
+        # held in memory), so the resumed run must continue its draws, not restart them.
+        straight = resume_and_compare(self, curriculum_epochs=2.0, shuffle_buffer=128)
+        with open(os.path.join(straight, "config.json")) as file:
+            self.assertEqual(json.load(file)["curriculum_epochs"], 2.0)
+
     def test_rerun_of_a_finished_run_exports_no_new_version(self):
         model_dir = self.get_temp_dir() + "/reexport"
         config = TrainConfig(data=datasets.DataSpec(dataset="digits", digits_config="thesis"),

@@ -25,7 +25,7 @@ DEFAULTS = dict(model="bytenet_selu", batch_size=32, tokens_per_batch=0, train_s
                 time_budget_seconds=0.0, learning_rate=3e-4, label_smoothing=0.0, weight_decay=0.0,
                 warmup_steps=1000, schedule="rsqrt", checkpoint_every=1000,
                 eval_every=5000, valid_size=200, log_every=50, average_last=0,
-                select_by="last", beam_size=1, shuffle_buffer=10000)
+                select_by="last", beam_size=1, shuffle_buffer=10000, curriculum_epochs=0.0)
 
 # Data, not code: per-dataset values for fields left unset.
 PRESETS = {
@@ -166,6 +166,12 @@ class TrainConfig:
                                  "neighbouring lines: a corpus made by concatenating sources is "
                                  "then read one source at a time, and the iterator state in each "
                                  "checkpoint holds the buffer.")
+    curriculum_epochs: float = option(
+        None, "Start with a length curriculum: draw this many epochs' worth of training pairs "
+        "at random from the shortest ones, the share of the data drawn from growing as the "
+        "square root of the pairs drawn, from the shortest 1% to all of it (Platanios et al., "
+        "2019), then read the permuted epochs as without it; 0 for none. Needs the training "
+        "pairs in memory (shuffle_buffer at least their number).")
     train_steps: int = option(None, "Total training steps.")
     time_budget_seconds: float = option(
         None, "Wall-clock seconds for the whole run, from the first training step to the "
@@ -289,6 +295,9 @@ def resolve(config):
     if resolved.length_penalty is not None and resolved.length_penalty < 0:
         raise ConfigError("`length_penalty` must be >= 0 (0: no length normalization). "
                          f"Received: length_penalty={resolved.length_penalty}")
+    if resolved.curriculum_epochs < 0:
+        raise ConfigError("`curriculum_epochs` must be >= 0 (0: no curriculum). Received: "
+                          f"curriculum_epochs={resolved.curriculum_epochs}")
     for key in ("label_smoothing", "ema_decay"):
         if not 0 <= getattr(resolved, key) < 1:
             raise ConfigError(f"`{key}` must be in [0, 1). "

@@ -48,7 +48,7 @@ class TrainingStream:
         pipeline = preprocessing.PipelineConfig(
             max_length=config.train_max_length, batch_size=config.batch_size // replicas,
             tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
-            shuffle_buffer=config.shuffle_buffer,
+            shuffle_buffer=config.shuffle_buffer, curriculum_epochs=config.curriculum_epochs,
             unicode_normalization=config.unicode_normalization, seed=seed)
 
         def dataset_fn(input_context):
