@@ -13,7 +13,8 @@ export's speed relative to the first one's. TensorFlow's intra-op threads are wh
 bytenet-evaluate sets for the largest `--concurrent_batches` (`inference.share_cores`), or
 `--intra_op_threads`; they are fixed for the process, so two thread counts are compared by
 running the benchmark once per count, alternated, and each row's `outputs_sha256` tells whether
-the translations are the same.
+the translations are the same. A row's `intra_op_threads` is null where TensorFlow chose them
+itself (`--intra_op_threads=0`).
 
 The FLOP bound counts the matrix products that the translations need (`bytenet_tf.flops`):
 the encoder over each source, and the decoder over each output byte and its EOS, once per
@@ -174,7 +175,7 @@ def main():
                 "concurrent_batches": export["concurrent_batches"],
                 "sentences": len(sources), "seconds": significant(seconds),
                 "seconds_per_round": [significant(s) for s in export["seconds"][name]],
-                "intra_op_threads": threads, "outputs_sha256": digest(outputs),
+                "intra_op_threads": threads or None, "outputs_sha256": digest(outputs),
                 "sentences_per_s": round(len(sources) / seconds, 2),
                 "target_bytes_per_s": round(sum(map(len, outputs)) / seconds, 1),
                 "gflop_per_s": round(bound / seconds / 1e9, 2),
