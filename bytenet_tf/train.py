@@ -25,9 +25,11 @@ FLAGS = flags.FLAGS
 
 
 def _fields():
-    """The flag-bearing fields: DataSpec's, then TrainConfig's except `data`."""
+    """The flag-bearing fields: DataSpec's, then TrainConfig's except `data` and those marked
+    `flag=False`."""
     return (list(dataclasses.fields(DataSpec))
-            + [field for field in dataclasses.fields(TrainConfig) if field.name != "data"])
+            + [field for field in dataclasses.fields(TrainConfig)
+               if field.name != "data" and field.metadata.get("flag", True)])
 
 
 def _preset_values(name):

@@ -23,6 +23,7 @@ batches of 16, and longer ones into batches of 1024 // max_length.
 
 import dataclasses
 
+from absl import logging
 import tensorflow as tf
 
 from pipelines import byte_codec
@@ -51,6 +52,8 @@ class PipelineConfig:
         curriculum_epochs: float >= 0, draw this many epochs' worth of pairs from a length
             curriculum before the permuted epochs (`permuted_epochs`); needs the in-memory path
             (a `shuffle_buffer` at least the number of pairs). 0 for none.
+        curriculum_optional: bool, on pairs that are not held in memory train without the
+            curriculum and log a warning, instead of raising ConfigError (a preset's curriculum).
         deterministic: bool, same seed gives the same batches byte for byte.
     """
     max_length: int = DEFAULT_MAX_LENGTH
@@ -63,6 +66,7 @@ class PipelineConfig:
     repeat: bool = True
     seed: int = 0
     curriculum_epochs: float = 0.0
+    curriculum_optional: bool = False
     deterministic: bool = True
 
 
@@ -250,13 +254,20 @@ def make_batches(pairs, config, input_context=None, length_filter=None):
     if config.shuffle_buffer and 0 < count <= config.shuffle_buffer:
         dataset = permuted_epochs(dataset, count, config.seed, config.repeat,
                                   curriculum_pairs=round(config.curriculum_epochs * count))
-    elif config.curriculum_epochs:
+    elif config.curriculum_epochs and not config.curriculum_optional:
         raise ConfigError(
             f"`curriculum_epochs={config.curriculum_epochs}` ranks every training pair by length, "
             "so it needs the pairs in memory: set `shuffle_buffer` to at least their number "
             f"(shuffle_buffer={config.shuffle_buffer}, pairs: "
             f"{'unknown' if count < 0 else count}), or curriculum_epochs=0.")
     else:
+        if config.curriculum_epochs:
+            logging.warning(
+                "Training without the preset's length curriculum (curriculum_epochs=%s): it "
+                "needs the training pairs in memory, and they are more than shuffle_buffer=%d "
+                "(pairs: %s). Set shuffle_buffer to at least their number to keep it.",
+                config.curriculum_epochs, config.shuffle_buffer,
+                "unknown" if count < 0 else count)
         if config.shuffle_buffer:
             dataset = dataset.shuffle(config.shuffle_buffer, seed=config.seed,
                                       reshuffle_each_iteration=True)

@@ -477,3 +477,25 @@ class CurriculumTest(tf.test.TestCase):
                                                 r"pairs: 50\), or curriculum_epochs=0"):
             preprocessing.make_batches(pairs, preprocessing.PipelineConfig(
                 shuffle_buffer=49, curriculum_epochs=1))
+
+    def test_an_optional_curriculum_gives_way_on_data_too_large_for_memory(self):
+        pairs, _ = _lengths_in_random_order(50)
+
+        def first_batches(**kwargs):
+            config = preprocessing.PipelineConfig(max_length=500, batch_size=4, bucketing=False,
+                                                  shuffle_buffer=49, seed=2, **kwargs)
+            return _as_bytes(preprocessing.make_batches(pairs, config).take(15))
+        with self.assertLogs(level="WARNING") as logs:
+            optional = first_batches(curriculum_epochs=1, curriculum_optional=True)
+        self.assertIn("Training without the preset's length curriculum (curriculum_epochs=1): "
+                      "it needs the training pairs in memory, and they are more than "
+                      "shuffle_buffer=49 (pairs: 50)", "\n".join(logs.output))
+        self.assertEqual(optional, first_batches())
+        # In memory, the optional curriculum is drawn as an asked-for one.
+        config = dict(max_length=500, batch_size=4, bucketing=False, shuffle_buffer=50, seed=2,
+                      curriculum_epochs=1)
+        drawn = [_as_bytes(preprocessing.make_batches(pairs, preprocessing.PipelineConfig(
+            **config, curriculum_optional=optional)).take(15)) for optional in (True, False)]
+        self.assertEqual(drawn[0], drawn[1])
+        self.assertNotEqual(drawn[0], _as_bytes(preprocessing.make_batches(
+            pairs, preprocessing.PipelineConfig(**dict(config, curriculum_epochs=0))).take(15)))

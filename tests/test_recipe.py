@@ -89,7 +89,8 @@ class TextPresetTest(tf.test.TestCase):
     def test_a_short_budget_takes_the_short_budget_values_and_flags_still_win(self):
         data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
         bound, short = SHORT_BUDGET["text"]
-        self.assertEqual(short, dict(num_stacks=2, weight_decay=0.03, label_smoothing=0.2))
+        self.assertEqual(short, dict(num_stacks=2, weight_decay=0.03, label_smoothing=0.2,
+                                     curriculum_epochs=1.0))
         long = resolve(TrainConfig(data=data))
         self.assertEqual((long.num_stacks, long.weight_decay, long.label_smoothing),
                          (3, 0.1, 0.1))
@@ -97,13 +98,15 @@ class TextPresetTest(tf.test.TestCase):
             with self.subTest(budget=budget):
                 resolved = resolve(TrainConfig(data=data, time_budget_seconds=budget))
                 self.assertEqual((resolved.num_stacks, resolved.weight_decay,
-                                  resolved.label_smoothing), (2, 0.03, 0.2))
+                                  resolved.label_smoothing, resolved.curriculum_epochs),
+                                 (2, 0.03, 0.2, 1.0))
                 self.assertEqual(resolved.hidden_size, 256)  # the rest is the preset's
         for budget in (bound, 7200.0, 0.0):  # 0: no budget, the steps decide
             with self.subTest(budget=budget):
                 resolved = resolve(TrainConfig(data=data, time_budget_seconds=budget))
                 self.assertEqual((resolved.num_stacks, resolved.weight_decay,
-                                  resolved.label_smoothing), (3, 0.1, 0.1))
+                                  resolved.label_smoothing, resolved.curriculum_epochs),
+                                 (3, 0.1, 0.1, 0.0))
         mine = resolve(TrainConfig(data=data, time_budget_seconds=1800.0, num_stacks=3,
                                    weight_decay=0.1, label_smoothing=0.1))
         self.assertEqual((mine.num_stacks, mine.weight_decay, mine.label_smoothing),

@@ -577,8 +577,9 @@ class ConfigurationSourceTest(tf.test.TestCase):
 
         names = {field.name for field in train._fields()}
         self.assertEqual(names, {f.name for f in dataclasses.fields(TrainConfig)
-                                 if f.name != "data"} | {f.name for f in dataclasses.fields(
-                                     datasets.DataSpec)})
+                                 if f.name not in ("data", "curriculum_optional")}
+                         | {f.name for f in dataclasses.fields(datasets.DataSpec)})
+        self.assertNotIn("curriculum_optional", flags.FLAGS)
         for name in names:
             self.assertIn(name, flags.FLAGS)
         self.assertEqual(flags.FLAGS["dataset"].default, "digits")
@@ -596,6 +597,21 @@ class ConfigurationSourceTest(tf.test.TestCase):
                       flags.FLAGS["label_smoothing"].help)
         self.assertEqual(flags.FLAGS["ops_policy"].parser.enum_values,
                          ["auto", "reference", "cpu", "cpu_fused"])
+
+    def test_only_a_preset_curriculum_is_optional(self):
+        from bytenet_tf.training.config import resolve
+
+        def resolved(**kwargs):
+            config = resolve(TrainConfig(data=datasets.DataSpec(dataset="text"), **kwargs))
+            return config.curriculum_epochs, config.curriculum_optional
+        self.assertEqual(resolved(time_budget_seconds=1800.0), (1.0, True))
+        self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=1.0),
+                         (1.0, False))
+        self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=0.0),
+                         (0.0, False))
+        self.assertEqual(resolved(), (0.0, False))  # the 2-hour preset
+        self.assertEqual(resolved(time_budget_seconds=1800.0, shuffle_buffer=10),
+                         (1.0, True))
 
     def test_library_errors_name_arguments_and_the_binary_names_flags(self):
         from bytenet_tf.training.config import resolve

@@ -49,6 +49,7 @@ class TrainingStream:
             max_length=config.train_max_length, batch_size=config.batch_size // replicas,
             tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
             shuffle_buffer=config.shuffle_buffer, curriculum_epochs=config.curriculum_epochs,
+            curriculum_optional=config.curriculum_optional,
             unicode_normalization=config.unicode_normalization, seed=seed)
 
         def dataset_fn(input_context):
