@@ -612,6 +612,9 @@ class ConfigurationSourceTest(tf.test.TestCase):
         self.assertEqual(resolved(), (0.0, False))  # the 2-hour preset
         self.assertEqual(resolved(time_budget_seconds=1800.0, shuffle_buffer=10),
                          (1.0, True))
+        once = resolve(TrainConfig(data=datasets.DataSpec(dataset="text"),
+                                   time_budget_seconds=1800.0))
+        self.assertEqual(resolve(once), once)  # resolving twice keeps the preset's mark
 
     def test_library_errors_name_arguments_and_the_binary_names_flags(self):
         from bytenet_tf.training.config import resolve

@@ -275,9 +275,10 @@ def resolve(config):
     """
     values = {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
     preset = preset_for(config.data.dataset, config.time_budget_seconds)
-    # A preset's curriculum gives way on data too large for memory; one asked for does not.
-    values["curriculum_optional"] = (config.curriculum_epochs is None
-                                     and bool(preset.get("curriculum_epochs")))
+    # A preset's curriculum gives way on data too large for memory; one asked for does not. A
+    # config resolved before keeps its mark, so resolving it again changes nothing.
+    values["curriculum_optional"] = config.curriculum_optional or (
+        config.curriculum_epochs is None and bool(preset.get("curriculum_epochs")))
     if values["model"] is None:
         values["model"] = preset.get("model", DEFAULTS["model"])
     try:
