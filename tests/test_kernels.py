@@ -1,5 +1,5 @@
-"""bytenet_tf.kernels: the fused SELU and dropout select, the masked SELU and the scaled sum, their
-gradients, their use in training, the fallback."""
+"""bytenet_tf.kernels: the fused SELU and dropout select, the masked SELU, the scaled sum and the
+bias sum, their gradients, their use in training, the fallback."""
 
 import os
 import shutil
@@ -251,6 +251,54 @@ class FusedSeluTest(tf.test.TestCase):
                     bound = bound + 0.5 * bfloat16_ulp(np.where(want == 0, 1.0, want))
                 self.assertTrue(np.all(np.abs(value - want) <= bound), msg=str(dtype))
 
+    def test_bias_add_rounds_once(self):
+        rng = np.random.default_rng(4)
+        # Channels that are not a multiple of the vector width, and a tensor without rows.
+        for shape in [(3, 11, 17), (5, 1), (0, 4)]:
+            for dtype in (tf.float32, tf.bfloat16):
+                x = tf.constant(rng.normal(size=shape), dtype)
+                bias = tf.constant(rng.normal(size=shape[-1:]), dtype)
+                got = tf.cast(kernels.bias_add(self.library, x, bias), tf.float64).numpy()
+                self.assertEqual(got.shape, shape)
+                # The sum of two float32 values, rounded once to the dtype.
+                want = (tf.cast(x, tf.float32) + tf.cast(bias, tf.float32)).numpy()
+                want = tf.cast(tf.cast(want, dtype), tf.float64).numpy()
+                self.assertAllEqual(got, want, msg=f"{dtype} {shape}")
+
+    def test_bfloat16_dense_adds_its_bias_in_the_kernel_with_the_same_gradients(self):
+        rng = np.random.default_rng(5)
+        fused = ops.get("cpu_fused")
+        x = tf.constant(rng.normal(size=(2, 7, 12)), tf.bfloat16)
+        kernel = tf.constant(rng.normal(size=(12, 10)), tf.float32)
+        bias = tf.constant(rng.normal(size=(10,)), tf.float32)
+        upstream = tf.constant(rng.normal(size=(2, 7, 10)), tf.bfloat16)
+
+        def value_and_gradients(implementation):
+            with tf.GradientTape() as tape:
+                tape.watch([x, kernel, bias])
+                outputs = implementation.dense(x, kernel, bias)
+            return outputs, tape.gradient(outputs, [x, kernel, bias], output_gradients=upstream)
+
+        def op_types(dtype, shape):
+            inputs = tf.zeros(shape, dtype)
+            graph = tf.function(lambda v: fused.dense(v, kernel, bias)) \
+                .get_concrete_function(inputs).graph
+            return {op.type for op in graph.get_operations()}
+
+        self.assertIn("BytenetBiasAdd", op_types(tf.bfloat16, [2, 7, 12]))
+        # float32, where oneDNN's fused bias costs little, and one decoding step's rows keep
+        # the stock ops.
+        self.assertNotIn("BytenetBiasAdd", op_types(tf.float32, [2, 7, 12]))
+        self.assertNotIn("BytenetBiasAdd", op_types(tf.bfloat16, [14, 12]))
+        (got, got_grads), (want, want_grads) = [
+            value_and_gradients(implementation) for implementation in (fused, ops.get("cpu"))]
+        # The product is rounded to bfloat16 before the bias here, after it in oneDNN's fused
+        # call: at most one bfloat16 rounding of the output apart.
+        self.assertAllClose(tf.cast(got, tf.float32), tf.cast(want, tf.float32),
+                            atol=float(np.max(bfloat16_ulp(np.abs(want) + 1e-30))))
+        for got_grad, want_grad in zip(got_grads, want_grads):
+            self.assertAllEqual(tf.cast(got_grad, tf.float32), tf.cast(want_grad, tf.float32))
+
     def test_bad_shapes_name_them(self):
         x = tf.zeros([2, 5, 4])
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
@@ -259,6 +307,9 @@ class FusedSeluTest(tf.test.TestCase):
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
                                     r"x and y must have one shape.*\[2,5,4\].*\[2,5,3\]"):
             kernels.scaled_add(self.library, x, tf.zeros([2, 5, 3]), 1.0, 0.5)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
+                                    r"bias must be a vector of the last axis of x.*\[2,5,4\].*\[5\]"):
+            kernels.bias_add(self.library, x, tf.zeros([5]))
 
     def test_bfloat16_model_gradients_are_as_close_to_float32_as_the_cast_path(self):
         tf.keras.utils.set_random_seed(0)

@@ -9,7 +9,7 @@ Every layer computes through an ops object with six methods (see `ReferenceOps`)
 |---|---|---|
 | `reference` | `keras.ops`, written for clarity (`reference.py`) | any backend and device; the default of `build_model`, and what SavedModels hold |
 | `cpu` | TensorFlow ops arranged for oneDNN/Eigen: hand-written conv gradients, float32 SELU for bfloat16, 16-bit dropout masks (`cpu.py`) | CPU |
-| `cpu_fused` | `cpu` plus compiled kernels for training: SELU + AlphaDropout, SELU + padding mask, the rescaled residual sum (`cpu.py`, `kernels/`) | CPU with a C++ compiler |
+| `cpu_fused` | `cpu` plus compiled kernels for training: SELU + AlphaDropout, SELU + padding mask, the rescaled residual sum, a bfloat16 product's bias (`cpu.py`, `kernels/`) | CPU with a C++ compiler |
 
 All three compute the same function (tested on every zoo model, values and gradients, dropout
 off); they drop different units from the same seed. A model takes its policy as the

@@ -10,7 +10,8 @@ an A/B measurement on the project's 2-core CPU (figures in the docstrings and th
   random bits per unit and selects with `Select`.
 - `CpuFusedOps`: `CpuOps` plus the compiled kernels of `bytenet_tf.ops.kernels`, in training:
   SELU and the whole AlphaDropout (its random bits included) in one pass each way, SELU with the
-  encoder's padding mask in one, and a residual block's rescaled sum in one.
+  encoder's padding mask in one, and a residual block's rescaled sum in one; and the bias of a
+  bfloat16 sequence's 1x1 product in a pass of its own, rather than fused into oneDNN's product.
 
 Both drop other units than `ReferenceOps` from the same seed (same rate, each reproducible).
 """
@@ -40,10 +41,11 @@ def bias_gradient(upstream):
     return tf.matmul(ones, upstream)[0]
 
 
-def _dense_2d(inputs, kernel, bias):
+def _dense_2d(inputs, kernel, bias, add_bias=tf.nn.bias_add):
     """`inputs @ kernel + bias` for 2-D `inputs`, with the bias gradient of `bias_gradient`.
 
-    Grappler still fuses the forward product and bias into one oneDNN call.
+    With the default `add_bias`, grappler still fuses the forward product and bias into one
+    oneDNN call; another `add_bias(product, bias)` adds it in an op of its own.
     """
 
     @tf.custom_gradient
@@ -52,7 +54,7 @@ def _dense_2d(inputs, kernel, bias):
             return (tf.matmul(upstream, w, transpose_b=True),
                     tf.matmul(x, upstream, transpose_a=True), bias_gradient(upstream))
 
-        return tf.nn.bias_add(tf.matmul(x, w), b), grad
+        return add_bias(tf.matmul(x, w), b), grad
 
     return forward(inputs, kernel, bias)
 
@@ -145,15 +147,19 @@ class CpuOps(ReferenceOps):
 
     def dense(self, inputs, kernel, bias=None):
         """See `ReferenceOps.dense`; one 2-D MatMul (+ BiasAdd), the fastest 1x1 form here."""
+        return self._dense(inputs, kernel, bias, tf.nn.bias_add)
+
+    def _dense(self, inputs, kernel, bias, add_bias):
+        """`dense`, the bias added by `add_bias(product, bias)` (see `_dense_2d`)."""
         kernel = tf.cast(kernel, inputs.dtype)
         if inputs.shape.rank == 2:  # one decoding step's rows: no reshapes
             return tf.matmul(inputs, kernel) if bias is None \
-                else _dense_2d(inputs, kernel, tf.cast(bias, inputs.dtype))
+                else _dense_2d(inputs, kernel, tf.cast(bias, inputs.dtype), add_bias)
         shape = tf.shape(inputs)
         # A reshape to 2-D: grappler fuses MatMul + BiasAdd into one oneDNN call.
         flat = tf.reshape(inputs, [-1, kernel.shape[0]])
         outputs = tf.matmul(flat, kernel) if bias is None \
-            else _dense_2d(flat, kernel, tf.cast(bias, inputs.dtype))
+            else _dense_2d(flat, kernel, tf.cast(bias, inputs.dtype), add_bias)
         return tf.reshape(outputs, tf.concat([shape[:-1], [kernel.shape[1]]], 0))
 
     def selu(self, inputs, training=False, mask=None):
@@ -223,6 +229,19 @@ class CpuFusedOps(CpuOps):
                 return kernels.selu(self._library, inputs)
             return kernels.masked_selu(self._library, inputs, mask)
         return super().selu(inputs, training, mask)
+
+    def dense(self, inputs, kernel, bias=None):
+        """See `ReferenceOps.dense`; a bfloat16 sequence's bias is the kernel's pass of its own.
+
+        oneDNN's bfloat16 product with the bias fused into it ran 1.5-3x as long as the product
+        alone at a training step's shapes on an Intel Xeon with AMX, and the product followed
+        by `kernels.bias_add` faster (docs/cpu_fast_path.md). One decoding step's rows (2-D
+        inputs) and float32, where the fused bias costs little, keep `CpuOps.dense`.
+        """
+        if bias is None or inputs.dtype != tf.bfloat16 or inputs.shape.rank == 2:
+            return super().dense(inputs, kernel, bias)
+        return self._dense(inputs, kernel, bias,
+                           lambda product, b: kernels.bias_add(self._library, product, b))
 
     def residual(self, inputs, branch, branch_weight=1.0, rescale=1.0, training=False):
         """See `ReferenceOps.residual`; in training, one kernel pass each way when it scales.

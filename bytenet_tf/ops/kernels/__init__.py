@@ -249,3 +249,22 @@ def scaled_add(library, x, y, x_scale, y_scale):
         return library.bytenet_scaled_add(a, b, **attrs), grad
 
     return forward(x, y)
+
+
+def bias_add(library, x, bias):
+    """`x + bias` over the last axis of `x`, in one pass; no gradient of its own.
+
+    Computed in float32 and rounded once. For the product before it this is an op of its own
+    rather than a bias fused into oneDNN's product, which is slower in bfloat16 (see
+    `selu.cc`). A caller that differentiates through it wraps it in its own gradient
+    (`bytenet_tf.ops.cpu.CpuFusedOps.dense`).
+
+    Args:
+        library: the op library from `load()`.
+        x: float32 or bfloat16 tensor `(..., channels)`.
+        bias: tensor `(channels,)` of the dtype of `x`.
+
+    Returns:
+        Tensor of the shape and dtype of `x`.
+    """
+    return library.bytenet_bias_add(x, bias)

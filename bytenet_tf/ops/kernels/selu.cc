@@ -22,6 +22,10 @@
 //   BytenetMaskedSeluGrad(dy, x, mask) = mask[row] ? dy * selu'(x) : 0;
 //   BytenetScaledAdd(x, y) = x_scale * x + y_scale * y (a rescaled residual sum);
 //   BytenetScaledAddGrad(dz) = (x_scale * dz, y_scale * dz), both in one pass.
+// And the bias of a 1x1 convolution, added after oneDNN's product rather than fused into it:
+//   BytenetBiasAdd(x, bias) = x + bias[channel], one bias value per channel of the last axis.
+// oneDNN's bfloat16 product with a fused bias ran 1.5-3x as long as the product alone at a
+// training step's shapes on an Intel Xeon with AMX (2,560 rows, 128 or 256 channels).
 
 #include <cmath>
 #include <cstdint>
@@ -226,6 +230,17 @@ template <typename In, typename Out>
 void ScaledAddRange(const In* __restrict x, const In* __restrict y, float x_scale,
                     float y_scale, Out* __restrict z, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) Store(z, i, x_scale * Load(x, i) + y_scale * Load(y, i));
+}
+
+template <typename In, typename Out>
+void BiasAddRange(const In* __restrict x, const In* __restrict bias, int64_t channels,
+                  Out* __restrict y, int64_t begin, int64_t end) {
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t offset = row * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      Store(y, offset + c, Load(x, offset + c) + Load(bias, c));
+    }
+  }
 }
 
 template <typename In, typename Out>
@@ -453,6 +468,33 @@ class ScaledAddGradOp : public ScaledAddKernel {
   }
 };
 
+template <typename T>
+class BiasAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* context) override {
+    const Tensor& input = context->input(0);
+    const Tensor& bias = context->input(1);
+    OP_REQUIRES(context, input.dims() >= 1 && bias.dims() == 1 &&
+                             bias.dim_size(0) == input.dim_size(input.dims() - 1),
+                ::tensorflow::errors::InvalidArgument(
+                    "BytenetBiasAdd: bias must be a vector of the last axis of x; got x ",
+                    input.shape().DebugString(), " and bias ", bias.shape().DebugString()));
+    const int64_t channels = bias.dim_size(0);
+    const int64_t rows = channels ? input.NumElements() / channels : 0;
+    Tensor* output = nullptr;
+    OP_REQUIRES_OK(context,
+                   context->forward_input_or_allocate_output({0}, 0, input.shape(), &output));
+    const auto* x = In<T>(input);
+    const auto* b = In<T>(bias);
+    auto* y = Out<T>(output);
+    ParallelFor(context, rows, [=](int64_t begin, int64_t end) {
+      BiasAddRange(x, b, channels, y, begin, end);
+    }, 2 * channels);
+  }
+};
+
 }  // namespace
 
 REGISTER_OP("BytenetSelu")
@@ -511,6 +553,13 @@ REGISTER_OP("BytenetScaledAddGrad")
       return ::tensorflow::OkStatus();
     });
 
+REGISTER_OP("BytenetBiasAdd")
+    .Input("x: T")
+    .Input("bias: T")
+    .Output("sum: T")
+    .Attr("T: {float, bfloat16}")
+    .SetShapeFn(::tensorflow::shape_inference::UnchangedShape);
+
 #define KERNEL(NAME, OP, T) \
   REGISTER_KERNEL_BUILDER(  \
       Name(NAME).Device(::tensorflow::DEVICE_CPU).TypeConstraint<T>("T"), OP<T>);
@@ -520,7 +569,8 @@ REGISTER_OP("BytenetScaledAddGrad")
   KERNEL("BytenetMaskedSelu", MaskedSeluOp, T)         \
   KERNEL("BytenetMaskedSeluGrad", MaskedSeluGradOp, T) \
   KERNEL("BytenetScaledAdd", ScaledAddOp, T)           \
-  KERNEL("BytenetScaledAddGrad", ScaledAddGradOp, T)
+  KERNEL("BytenetScaledAddGrad", ScaledAddGradOp, T)   \
+  KERNEL("BytenetBiasAdd", BiasAddOp, T)
 REGISTER(float)
 REGISTER(::tensorflow::bfloat16)
 #undef REGISTER
