@@ -207,7 +207,8 @@ class CpuOps(ReferenceOps):
 class CpuFusedOps(CpuOps):
     """`CpuOps` with SELU and AlphaDropout in the compiled kernel of `bytenet_tf.ops.kernels`.
 
-    The kernel runs in training only; inference takes `CpuOps`'s stock ops. Constructing this
+    The kernel runs in training only (inference takes `CpuOps`'s stock ops), but for the bias
+    of a bfloat16 sequence's product (`dense`), which it adds in inference too. Constructing this
     class loads the kernel (compiling it once per machine, with a log line), so it is ready
     before any graph is traced.
 
