@@ -604,14 +604,14 @@ class ConfigurationSourceTest(tf.test.TestCase):
         def resolved(**kwargs):
             config = resolve(TrainConfig(data=datasets.DataSpec(dataset="text"), **kwargs))
             return config.curriculum_epochs, config.curriculum_optional
-        self.assertEqual(resolved(time_budget_seconds=1800.0), (1.0, True))
+        self.assertEqual(resolved(time_budget_seconds=1800.0), (2.0, True))
         self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=1.0),
                          (1.0, False))
         self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=0.0),
                          (0.0, False))
         self.assertEqual(resolved(), (0.0, False))  # the 2-hour preset
         self.assertEqual(resolved(time_budget_seconds=1800.0, shuffle_buffer=10),
-                         (1.0, True))
+                         (2.0, True))
         once = resolve(TrainConfig(data=datasets.DataSpec(dataset="text"),
                                    time_budget_seconds=1800.0))
         self.assertEqual(resolve(once), once)  # resolving twice keeps the preset's mark
