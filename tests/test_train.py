@@ -605,8 +605,9 @@ class ConfigurationSourceTest(tf.test.TestCase):
             config = resolve(TrainConfig(data=datasets.DataSpec(dataset="text"), **kwargs))
             return config.curriculum_epochs, config.curriculum_optional
         self.assertEqual(resolved(time_budget_seconds=1800.0), (2.0, True))
-        self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=1.0),
-                         (1.0, False))
+        # Asked for, even at the preset's own value, it is not the preset's to drop.
+        self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=2.0),
+                         (2.0, False))
         self.assertEqual(resolved(time_budget_seconds=1800.0, curriculum_epochs=0.0),
                          (0.0, False))
         self.assertEqual(resolved(), (0.0, False))  # the 2-hour preset
