@@ -29,10 +29,11 @@ import os
 import sys
 import time
 
-import numpy as np
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from benchmarks.train_throughput import PEAK_DTYPES, matmul_peak, significant  # noqa: E402
 from bytenet_tf import flops, zoo  # noqa: E402

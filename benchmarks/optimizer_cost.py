@@ -24,11 +24,12 @@ import json
 import os
 import sys
 
-import keras
-import numpy as np
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from benchmarks.residual_gate_cost import alternate, alternation_arguments  # noqa: E402
 from benchmarks.train_throughput import build_step, significant  # noqa: E402

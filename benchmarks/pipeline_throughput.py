@@ -18,9 +18,10 @@ import os
 import sys
 import time
 
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import tensorflow as tf  # noqa: E402
 
 from shared_data import DEEN  # noqa: E402
 
@@ -29,7 +30,6 @@ import keras  # noqa: E402
 from bytenet_tf import ops, zoo  # noqa: E402
 from bytenet_tf.training.step import make_train_step  # noqa: E402
 from pipelines import byte_codec, datasets, preprocessing  # noqa: E402
-
 
 
 def spec():

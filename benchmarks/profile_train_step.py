@@ -17,10 +17,11 @@ import os
 import sys
 import time
 
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import tensorflow as tf  # noqa: E402
 
 import train_throughput  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402

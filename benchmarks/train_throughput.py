@@ -6,11 +6,11 @@
 Times bytenet-train's train step and optimizer (the binary's) on batches of real
 text from ../shared/data/deen/train.* cut to exactly `--length` bytes, after `--warmup` untimed
 steps, and reports the median step time.
-FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the GFLOP/s of a large matmul in
-the same precision, measured in the same run, under the same thread settings: with
-TF_NUM_INTRAOP_THREADS=1 it is one core's, so the share of peak compares between runs only at
-TensorFlow's default threading (the JSON's `thread_env` names any such variable set, and a note
-says so). The last line printed is one JSON object.
+FLOPs are counted analytically (`bytenet_tf.flops`). The peak is the best GFLOP/s of square
+matmuls of 1024 to 4096 (`PEAK_SIZES`) in the same precision, measured in the same run, under
+the same thread settings: with TF_NUM_INTRAOP_THREADS=1 it is one core's, so the share of peak
+compares between runs only at TensorFlow's default threading (the JSON's `thread_env` names any
+such variable set, and a note says so). The last line printed is one JSON object.
 """
 
 import argparse
@@ -19,10 +19,11 @@ import os
 import sys
 import time
 
-import numpy as np
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from real_text import real_rows  # noqa: E402
 
@@ -54,19 +55,33 @@ def thread_settings(environ=os.environ):
     return {name: environ[name] for name in THREAD_VARIABLES if environ.get(name)}
 
 
-def matmul_peak(dtype, size=4096, repeats=10):
-    """GFLOP/s of a `size` x `size` matmul in `dtype` (best of `repeats`)."""
-    a = tf.random.normal([size, size], dtype=tf.float32)
-    a = tf.cast(a, dtype)
-    b = tf.cast(tf.random.normal([size, size]), dtype)
-    matmul = tf.function(lambda x, y: tf.matmul(x, y))
-    matmul(a, b).numpy()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+# Square matmul sizes whose best rate is the peak. One size does not do: TensorFlow's Eigen
+# kernels (its default on AVX2-only CPUs) ran a 4096-square float32 matmul at 86 GFLOP/s on an
+# AMD EPYC Zen 3, and 1536- and 3072-square ones at 157.
+PEAK_SIZES = (1024, 1536, 2048, 3072, 4096)
+
+
+def matmul_peak(dtype, size=None, repeats=10):
+    """GFLOP/s of the fastest square matmul in `dtype`: best of `repeats` at each size.
+
+    Args:
+        dtype: the matmul's dtype.
+        size: one side length, or None for the best over `PEAK_SIZES`.
+        repeats: timed runs per size, after one untimed run.
+    """
+    matmul = tf.function(lambda x, y: tf.matmul(x, y), autograph=False)
+    best_rate = 0.0
+    for side in PEAK_SIZES if size is None else (size,):
+        a = tf.cast(tf.random.normal([side, side], dtype=tf.float32), dtype)
+        b = tf.cast(tf.random.normal([side, side]), dtype)
         matmul(a, b).numpy()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best / 1e9
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            matmul(a, b).numpy()
+            best = min(best, time.perf_counter() - start)
+        best_rate = max(best_rate, 2 * side ** 3 / best / 1e9)
+    return best_rate
 
 
 def add_step_arguments(parser, steps, warmup):

@@ -18,10 +18,10 @@ itself (`--intra_op_threads=0`).
 
 The FLOP bound counts the matrix products that the translations need (`bytenet_tf.flops`):
 the encoder over each source, and the decoder over each output byte and its EOS, once per
-beam. Divided by the time, it is the share of the float32 matmul peak (a 4096 x 4096 matmul,
-measured in the same run, in a child process with TensorFlow's default threads, so that the
-peak is the whole CPU's whatever the threads of the decoding) that decoding reaches; the
-exports compute in float32. The last line printed is one JSON object.
+beam. Divided by the time, it is the share of the float32 matmul peak (the best of square
+matmuls of 1024 to 4096, measured in the same run, in a child process with TensorFlow's default
+threads, so that the peak is the whole CPU's whatever the threads of the decoding) that
+decoding reaches; the exports compute in float32. The last line printed is one JSON object.
 """
 
 import argparse
@@ -33,9 +33,10 @@ import subprocess
 import sys
 import time
 
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import tensorflow as tf  # noqa: E402
 
 from shared_data import deen  # noqa: E402
 
@@ -70,8 +71,8 @@ def whole_cpu_peak():
     """The float32 matmul peak (`matmul_peak`) measured in a child process with TensorFlow's
     default threads: this process's intra-op threads may be fewer than the cores."""
     here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys; sys.path.insert(0, {here!r}); import tensorflow as tf; "
-            "from train_throughput import matmul_peak; print(matmul_peak(tf.float32))")
+    code = (f"import sys; sys.path.insert(0, {here!r}); "
+            "from train_throughput import matmul_peak, tf; print(matmul_peak(tf.float32))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     return float(result.stdout.split()[-1])

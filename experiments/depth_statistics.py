@@ -12,9 +12,10 @@ Writes docs/results/depth_statistics.json.
 import os
 import sys
 
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import tensorflow as tf  # noqa: E402
 
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.analysis import block_statistics  # noqa: E402

@@ -22,9 +22,10 @@ import shutil
 import sys
 import time
 
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import tensorflow as tf  # noqa: E402
 
 from bytenet_tf import inference, scoring, zoo  # noqa: E402
 from bytenet_tf.training import checkpoints, trainer  # noqa: E402

@@ -53,10 +53,11 @@ import sys
 import tempfile
 import time
 
-import keras
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from bytenet_tf import zoo  # noqa: E402
 from bytenet_tf.training import checkpoints, devices, evaluation, trainer  # noqa: E402

@@ -26,9 +26,10 @@ import os
 import shutil
 import sys
 
-import tensorflow as tf
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
+import tensorflow as tf  # noqa: E402
 
 from bytenet_tf import analysis, zoo  # noqa: E402
 from bytenet_tf.training import checkpoints, trainer  # noqa: E402

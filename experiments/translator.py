@@ -37,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
 import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
 

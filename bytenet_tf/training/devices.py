@@ -60,6 +60,23 @@ def cpu_bfloat16_speedup():
     return matmul_seconds(tf.float32) / matmul_seconds(tf.bfloat16)
 
 
+def onednn_description():
+    """Whether TensorFlow runs its oneDNN CPU kernels in this process, for the training log.
+
+    TensorFlow decides once, when it loads, from `TF_ENABLE_ONEDNN_OPTS` and the CPU (see
+    `bytenet_tf/__init__.py`); its own answer is a private function, so a TensorFlow without it
+    gets "unknown".
+    """
+    setting = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
+    setting = "unset" if setting is None else f"TF_ENABLE_ONEDNN_OPTS={setting}"
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+        enabled = _pywrap_util_port.IsMklEnabled()
+    except (ImportError, AttributeError):
+        return f"unknown ({setting})"
+    return f"{'on' if enabled else 'off'} ({setting})"
+
+
 def _tpu_configured():
     # Physical, not logical, devices: listing logical devices starts the runtime, after which
     # MultiWorkerMirroredStrategy can no longer configure its collective ops.

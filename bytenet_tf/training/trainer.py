@@ -114,8 +114,9 @@ def train_and_evaluate(config, prepare_model=None):
         ops_policy, ops_reason = ops.resolve_policy(config.ops_policy)
     except ValueError as error:
         raise ConfigError(str(error)) from error
-    logging.info("Precision: %s (%s). Strategy: %s. Ops policy: %s (%s).", policy, reason,
-                 strategy_description, ops_policy, ops_reason)
+    logging.info("Precision: %s (%s). Strategy: %s. Ops policy: %s (%s). TensorFlow's oneDNN "
+                 "CPU kernels: %s.", policy, reason, strategy_description, ops_policy, ops_reason,
+                 devices.onednn_description())
     if config.data.dataset == "newstest":
         logging.warning("dataset=newstest trains, validates and tests on the one set "
                         "newstest%d: its scores measure memorization, not translation.",
