@@ -18,10 +18,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tensorflow as tf
 
-import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
-import tensorflow as tf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from shared_data import DEEN  # noqa: E402
 

@@ -18,11 +18,9 @@ import sys
 import tempfile
 import time
 
+import tensorflow as tf
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
-import tensorflow as tf  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from profile_train_step import op_milliseconds  # noqa: E402

@@ -20,8 +20,10 @@ The FLOP bound counts the matrix products that the translations need (`bytenet_t
 the encoder over each source, and the decoder over each output byte and its EOS, once per
 beam. Divided by the time, it is the share of the float32 matmul peak (the best of square
 matmuls of 1024 to 4096, measured in the same run, in a child process with TensorFlow's default
-threads, so that the peak is the whole CPU's whatever the threads of the decoding) that
-decoding reaches; the exports compute in float32. The last line printed is one JSON object.
+threads and the oneDNN kernels that `import bytenet_tf` turns on, so that the peak is the whole
+CPU's best whatever the threads and kernels of the decoding) that decoding reaches; the exports
+compute in float32. Like bytenet-translate and bytenet-evaluate, this process decodes with
+TensorFlow's own choice of CPU kernels (see `bytenet_tf/__init__.py`). The last line printed is one JSON object.
 """
 
 import argparse
@@ -33,10 +35,9 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import tensorflow as tf
 
-import bytenet_tf  # noqa: E402,F401  (before TensorFlow: the binaries' oneDNN setting)
-import tensorflow as tf  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from shared_data import deen  # noqa: E402
 

@@ -1,5 +1,5 @@
 """TensorFlow's oneDNN CPU kernels: `import bytenet_tf` before TensorFlow turns them on unless
-the user chose, the trainer says which it runs, and the benchmarks' matmul peak is the best
+the user chose or the process is a decoding binary, the trainer says which it runs, and the benchmarks' matmul peak is the best
 square size, not one size."""
 
 import os
@@ -8,6 +8,7 @@ import sys
 import unittest
 from unittest import mock
 
+import bytenet_tf
 from bytenet_tf.training import devices
 from tests.conftest import PROJECT_ROOT
 
@@ -32,6 +33,19 @@ class OneDnnTest(unittest.TestCase):
 
     def test_a_users_choice_stands(self):
         self.assertEqual(_report(TF_ENABLE_ONEDNN_OPTS="0"), ["0", "False"])
+
+    def test_only_the_decoding_binaries_keep_tensorflows_choice(self):
+        decoding = [["python", "-m", "bytenet_tf.translate", "--saved_model=x"],
+                    ["/venv/bin/python3", "/venv/bin/bytenet-evaluate", "--source_file=f"],
+                    ["python", "-u", "-m", "bytenet_tf.evaluate"]]
+        others = [["python", "-m", "bytenet_tf.train"], ["/venv/bin/bytenet-train"],
+                  ["python", "-c", "import bytenet_tf"], ["python"], ["python", "-m"],
+                  ["python", "-m", "pytest", "tests"],
+                  ["python", "script.py", "bytenet-translate"]]
+        for argv in decoding:
+            self.assertTrue(bytenet_tf.runs_a_decoding_binary(argv), argv)
+        for argv in others:
+            self.assertFalse(bytenet_tf.runs_a_decoding_binary(argv), argv)
 
     def test_the_description_names_the_state_and_the_setting(self):
         with mock.patch.dict(os.environ, {"TF_ENABLE_ONEDNN_OPTS": "1"}):
