@@ -4,7 +4,7 @@
         --length=80 --precision=mixed_bfloat16
 
 `benchmarks/train_throughput.py` divides a step's analytic FLOPs (`bytenet_tf.flops`) by its
-time and by the GFLOP/s of a 4096 x 4096 matmul. A step's products are much smaller than that:
+time and by the GFLOP/s of the fastest of five square matmuls (1024 to 4096). A step's products are much smaller than that:
 at hidden size h a residual block's products have inner sizes h/2 and h, over
 `batch_size * length` rows. This benchmark lists every product that the `cpu` ops policy runs
 for one training step of `bytenet_selu` (each convolution's forward product, its input gradient
@@ -132,11 +132,12 @@ def main():
     parser.add_argument("--precision", default="mixed_bfloat16", choices=sorted(PEAK_DTYPES))
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--peak_size", type=int, default=4096,
-                        help="side of the square matmul whose GFLOP/s is the peak")
+    parser.add_argument("--peak_size", type=int, default=None,
+                        help="side of the square matmul whose GFLOP/s is the peak; by default "
+                             "the best of train_throughput.PEAK_SIZES, as that benchmark uses")
     args = parser.parse_args()
     if min(args.hidden_size, args.num_stacks, args.batch_size, args.length, args.reps,
-           args.rounds, args.peak_size) < 1:
+           args.rounds, args.peak_size or 1) < 1:
         parser.error("--hidden_size, --num_stacks, --batch_size, --length, --reps, --rounds and "
                      f"--peak_size must all be at least 1; received {vars(args)}")
     model = zoo.build_model("bytenet_selu", hidden_size=args.hidden_size,
