@@ -88,7 +88,9 @@ def held_out_data(folder):
                              valid_source_file=valid_de, valid_target_file=valid_en), counts
 
 
-def _parse_overrides(pairs):
+def parse_overrides(pairs):
+    """`{field: value}` of `--set KEY=VALUE` strings, each value in its `TrainConfig` field's
+    type; exits naming a key that is not a field."""
     fields = {field.name: field for field in dataclasses.fields(TrainConfig)}
     overrides = {}
     for pair in pairs:
@@ -250,7 +252,7 @@ def main():
         return
     data_dir = os.path.join(RUNS, "translator", "data")
     data, held_out = held_out_data(data_dir)
-    overrides = _parse_overrides(args.set)
+    overrides = parse_overrides(args.set)
     if args.screen:
         overrides = dict(dict(eval_every=0, valid_size=1, select_by="last", average_last=0,
                               beam_size=1, export=False), **overrides)

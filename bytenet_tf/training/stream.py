@@ -45,12 +45,7 @@ class TrainingStream:
         resumed_step, self.has_saved_stream = _stream_position(checkpoint_path)
         # Without a saved stream, a resumed run reshuffles instead of replaying the first batches.
         seed = config.seed if self.has_saved_stream else config.seed + resumed_step
-        pipeline = preprocessing.PipelineConfig(
-            max_length=config.train_max_length, batch_size=config.batch_size // replicas,
-            tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
-            shuffle_buffer=config.shuffle_buffer, curriculum_epochs=config.curriculum_epochs,
-            curriculum_optional=config.curriculum_optional,
-            unicode_normalization=config.unicode_normalization, seed=seed)
+        pipeline = pipeline_config(config, replicas, seed)
 
         def dataset_fn(input_context):
             # Training files the shuffle buffer would hold whole are read into memory, where
@@ -82,6 +77,24 @@ class TrainingStream:
         stats = self.stats[0] if self.stats else None
         return {"train_files": dataclasses.asdict(stats) if stats else None,
                 "length_filter": self.length_filter.counts()}
+
+
+def pipeline_config(config, replicas=1, seed=None):
+    """The `preprocessing.PipelineConfig` of each input pipeline of a run's training batches.
+
+    Args:
+        config: a resolved `TrainConfig`.
+        replicas: the replicas in sync; each pipeline batches its share of `batch_size` and
+            `tokens_per_batch`.
+        seed: the stream's seed; None for `config.seed`.
+    """
+    return preprocessing.PipelineConfig(
+        max_length=config.train_max_length, batch_size=config.batch_size // replicas,
+        tokens_per_batch=config.tokens_per_batch // replicas, bucketing=config.bucketing,
+        shuffle_buffer=config.shuffle_buffer, curriculum_epochs=config.curriculum_epochs,
+        curriculum_optional=config.curriculum_optional,
+        unicode_normalization=config.unicode_normalization,
+        seed=config.seed if seed is None else seed)
 
 
 def _stream_position(checkpoint_path):
