@@ -4,10 +4,10 @@
         --length=80 --precision=mixed_bfloat16
 
 `benchmarks/train_throughput.py` divides a step's analytic FLOPs (`bytenet_tf.flops`) by its
-time and by the GFLOP/s of the fastest of five square matmuls (1024 to 4096). A step's products are much smaller than that:
-at hidden size h a residual block's products have inner sizes h/2 and h, over
-`batch_size * length` rows. This benchmark lists every product that the `cpu` ops policy runs
-for one training step of `bytenet_selu` (each convolution's forward product, its input gradient
+time and by the GFLOP/s of the fastest of five square matmuls (1024 to 4096). A step's products
+are much smaller than that: at hidden size h a residual block's products have inner sizes h/2
+and h, over `batch_size * length` rows. This benchmark lists every product that the `cpu` ops
+policy runs for one training step of `bytenet_selu` (each convolution's forward product, its input gradient
 and its kernel gradient, as `bytenet_tf.ops.cpu` computes them: 2-D matmuls for width-1
 convolutions and for the kernel gradient's taps, oneDNN's dilated convolution for a wider
 convolution's forward pass and input gradient), times each distinct one alone, in the
@@ -137,7 +137,7 @@ def main():
                              "the best of train_throughput.PEAK_SIZES, as that benchmark uses")
     args = parser.parse_args()
     if min(args.hidden_size, args.num_stacks, args.batch_size, args.length, args.reps,
-           args.rounds, args.peak_size or 1) < 1:
+           args.rounds, 1 if args.peak_size is None else args.peak_size) < 1:
         parser.error("--hidden_size, --num_stacks, --batch_size, --length, --reps, --rounds and "
                      f"--peak_size must all be at least 1; received {vars(args)}")
     model = zoo.build_model("bytenet_selu", hidden_size=args.hidden_size,
