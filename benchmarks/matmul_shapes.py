@@ -7,9 +7,9 @@
 time and by the GFLOP/s of the fastest of five square matmuls (1024 to 4096). A step's products
 are much smaller than that: at hidden size h a residual block's products have inner sizes h/2
 and h, over `batch_size * length` rows. This benchmark lists every product that the `cpu` ops
-policy runs for one training step of `bytenet_selu` (each convolution's forward product, its input gradient
-and its kernel gradient, as `bytenet_tf.ops.cpu` computes them: 2-D matmuls for width-1
-convolutions and for the kernel gradient's taps, oneDNN's dilated convolution for a wider
+policy runs for one training step of `bytenet_selu` (each convolution's forward product, its
+input gradient and its kernel gradient, as `bytenet_tf.ops.cpu` computes them: 2-D matmuls for
+width-1 convolutions and for the kernel gradient's taps, oneDNN's dilated convolution for a wider
 convolution's forward pass and input gradient), times each distinct one alone, in the
 precision's compute dtype, and reports its GFLOP/s and the share of the peak that all of them
 together reach: the time the step would take if it did nothing but these products, one after
