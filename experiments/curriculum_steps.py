@@ -9,7 +9,7 @@ budget holds depend on the CPU. This builds the training stream that bytenet-tra
 `experiments/translator.py --minutes=M` (the same held-out split, the `text` preset with that
 budget's values, the `--set` overrides) without training, draws `--steps` batches, and reports
 the step by which the stream has drawn each multiple of half an epoch, the curriculum's last
-step among them. Dividing by a run's steps (its `results.json`) gives the share of the run spent
+step among them when `curriculum_epochs` is a multiple of one half. Dividing by a run's steps (its `results.json`) gives the share of the run spent
 in the curriculum. The last line printed is one JSON object.
 """
 
