@@ -6,7 +6,9 @@ For output lengths 50, 100, 200 and 400 bytes (forced by ignoring EOS) it times 
 of the same model on real newstest2013 sources, best of `--repeats`: naive and cached in graph
 mode (`tf.function`), and cached compiled with XLA (`jit_compile=True`; compile time excluded).
 The naive decoder cannot be compiled: its prefix grows every step. Then it exports the model and times a batch of 64
-newstest2015 sentences through the SavedModel signature, greedy and with beam 4. The last line
+newstest2015 sentences through the SavedModel signature, greedy and with beam 4. Like
+bytenet-translate and bytenet-evaluate, it imports TensorFlow before `bytenet_tf`, so it decodes
+with TensorFlow's own choice of CPU kernels (see `bytenet_tf/__init__.py`). The last line
 printed is one JSON object.
 """
 

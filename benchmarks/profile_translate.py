@@ -7,8 +7,9 @@ Loads the SavedModel, translates the first `--sentences` Multi30k test2016 capti
 bytenet-evaluate does (`inference.translate_batches` with a batch of all of them), and prints
 the wall time and, per op type, the milliseconds summed over threads (ops run concurrently,
 so the sum can exceed the wall time) with the share of the summed time and the number of
-calls. The trace stays in `--logdir` for TensorBoard's profile plugin. The last line is one
-JSON object.
+calls. Like bytenet-translate and bytenet-evaluate, it imports TensorFlow before `bytenet_tf`,
+so it profiles TensorFlow's own choice of CPU kernels (see `bytenet_tf/__init__.py`). The trace
+stays in `--logdir` for TensorBoard's profile plugin. The last line is one JSON object.
 """
 
 import argparse
