@@ -19,7 +19,9 @@ leaves them out.
 Each distinct product runs `--reps` times per call, on `--reps` different inputs (so no two are
 the same computation and none is served from a result already in cache), chained by control
 dependencies so that they run one at a time; the median of `--rounds` calls over `--reps` is its
-time. The last line printed is one JSON object.
+time. The rounds alternate between the products (one call of each, then the next round), so a
+change in the machine's speed during the run spreads over all of them rather than falling on
+whichever product was being timed. The last line printed is one JSON object.
 """
 
 import argparse
@@ -98,8 +100,8 @@ def _compute(product, a, b):
     return tf.matmul(a, b, transpose_a=product.kind == "matmul_t_a")
 
 
-def time_product(product, dtype, reps, rounds, rng):
-    """Seconds per run of `product` in `dtype`: the median of `rounds` calls over `reps`."""
+def product_chain(product, dtype, reps, rng):
+    """A warmed-up callable that runs `product` in `dtype` `reps` times, one after another."""
     operands = [_operands(product, dtype, rng) for _ in range(reps)]
 
     @tf.function
@@ -114,12 +116,20 @@ def time_product(product, dtype, reps, rounds, rng):
 
     chain().numpy()
     chain().numpy()
-    times = []
+    return chain
+
+
+def time_products(products, dtype, reps, rounds, rng):
+    """`{product: seconds per run}` in `dtype`: the median of `rounds` calls over `reps`, the
+    rounds alternating between the products."""
+    chains = {product: product_chain(product, dtype, reps, rng) for product in products}
+    times = {product: [] for product in products}
     for _ in range(rounds):
-        start = time.perf_counter()
-        chain().numpy()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)) / reps
+        for product, chain in chains.items():
+            start = time.perf_counter()
+            chain().numpy()
+            times[product].append(time.perf_counter() - start)
+    return {product: float(np.median(seconds)) / reps for product, seconds in times.items()}
 
 
 def main():
@@ -153,10 +163,11 @@ def main():
     dtype = PEAK_DTYPES[args.precision]
     rng = np.random.default_rng(0)
     peak = matmul_peak(dtype, args.peak_size)
+    ordered = sorted(counts, key=lambda product: -product_flops(product) * counts[product])
+    seconds_per_product = time_products(ordered, dtype, args.reps, args.rounds, rng)
     rows, total_seconds = [], 0.0
-    for product, count in sorted(counts.items(), key=lambda item: -product_flops(item[0])
-                                 * item[1]):
-        seconds = time_product(product, dtype, args.reps, args.rounds, rng)
+    for product in ordered:
+        seconds, count = seconds_per_product[product], counts[product]
         total_seconds += seconds * count
         gflop_per_s = product_flops(product) / seconds / 1e9
         rows.append(dict(product._asdict(), count=count, ms=significant(seconds * 1e3),

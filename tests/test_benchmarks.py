@@ -282,6 +282,24 @@ class BenchmarksTest(parameterized.TestCase, tf.test.TestCase):
                                  b.numpy())
             self.assertAllClose(got, want, rtol=1e-4, atol=1e-4)
 
+    def test_matmul_shapes_alternates_the_rounds_between_products(self):
+        with mock.patch.object(sys, "path", [os.path.join(PROJECT_ROOT, "benchmarks")] + sys.path):
+            from benchmarks import matmul_shapes
+        calls = []
+
+        def recording_chain(product, dtype, reps, rng):
+            def chain():
+                calls.append(product)
+                return tf.constant(0.0)
+            return chain
+
+        with mock.patch.object(matmul_shapes, "product_chain", recording_chain):
+            seconds = matmul_shapes.time_products(["a", "b", "c"], tf.float32, reps=4, rounds=3,
+                                                  rng=None)
+        self.assertEqual(calls, ["a", "b", "c"] * 3)
+        self.assertCountEqual(seconds, ["a", "b", "c"])
+        self.assertTrue(all(value >= 0 for value in seconds.values()), seconds)
+
     def test_profile_lists_the_matmuls(self):
         result = _last_json("profile_train_step")
         self.assertGreater(result["wall_ms_per_step"], 0)
