@@ -21,7 +21,9 @@ the same computation and none is served from a result already in cache), chained
 dependencies so that they run one at a time; the median of `--rounds` calls over `--reps` is its
 time. The rounds alternate between the products (one call of each, then the next round), so a
 change in the machine's speed during the run spreads over all of them rather than falling on
-whichever product was being timed. The last line printed is one JSON object.
+whichever product was being timed. Every product's `--reps` inputs are therefore held at once
+(1.6 GB of float32 operands at hidden 400, 32 x 128 bytes and 10 reps); lower `--reps` where memory
+is short. The last line printed is one JSON object.
 """
 
 import argparse
