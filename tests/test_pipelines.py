@@ -308,6 +308,53 @@ def _numbered(count):
     return tf.data.Dataset.from_tensor_slices((tf.range(count), tf.range(count) * 10))
 
 
+class LengthShareTest(tf.test.TestCase):
+    """`train_length_share`'s bound: the shortest framed length that a share of the pairs fit."""
+
+    def test_counts_frame_the_longer_side_with_eos(self):
+        pairs = tf.data.Dataset.from_tensor_slices((
+            tf.constant([b"ab", b"", "f\u00fcnf".encode(), b"abcdefgh"]),
+            tf.constant([b"xyz", b"q", b"five", b"x"])))
+        for chunk in (1, 3, 8192):  # lengths measured batch by batch add up the same
+            counts = preprocessing.framed_length_counts(pairs, chunk=chunk)
+            # 3 + 1, 1 + 1, 5 bytes (u-umlaut is two) + 1 and 8 + 1
+            self.assertEqual(counts.tolist(), [0, 0, 1, 0, 1, 0, 1, 0, 0, 1])
+
+    def test_bound_is_the_smallest_length_the_share_fits(self):
+        counts = np.bincount([3, 5, 5, 9])
+        for share, bound in ((0.25, 3), (0.26, 5), (0.5, 5), (0.75, 5), (0.8, 9), (1.0, 9)):
+            self.assertEqual(preprocessing.share_length_bound(counts, share), bound, share)
+        # 0.3 * 10 is 3.0000000000000004 in floating point: still 3 pairs, so length 3.
+        self.assertEqual(preprocessing.share_length_bound(np.bincount(range(1, 11)), 0.3), 3)
+        # A bound never goes below 2, the shortest that LengthFilter accepts.
+        self.assertEqual(preprocessing.share_length_bound(np.bincount([1, 1, 4]), 0.5), 2)
+
+    def test_bad_share_or_no_pairs_names_the_problem(self):
+        for share in (0.0, -0.5, 1.5):
+            with self.assertRaisesRegex(ValueError, rf"`train_length_share` must be in \(0, 1\] "
+                                                    rf".*Received: train_length_share={share}$"):
+                preprocessing.share_length_bound(np.bincount([3, 4]), share)
+        with self.assertRaisesRegex(ValueError, "there are none"):
+            preprocessing.share_length_bound(np.zeros(5, np.int64), 0.5)
+
+    def test_filter_at_the_bound_keeps_at_least_the_share(self):
+        # Real sentences: the filter at the bound keeps at least the share (ties at the bound
+        # are all kept) and one byte shorter keeps less than it.
+        pairs, _ = text.parallel_text_dataset(deen_path("fixture-small.de"),
+                                              deen_path("fixture-small.en"), in_memory_up_to=500)
+        counts = preprocessing.framed_length_counts(pairs)
+        self.assertEqual(int(counts.sum()), 500)
+        for share in (0.1, 0.5, 0.85, 1.0):
+            bound = preprocessing.share_length_bound(counts, share)
+            kept = []
+            for max_length in (bound, bound - 1):
+                counter = preprocessing.LengthFilter(max_length)
+                list(pairs.filter(counter))
+                kept.append(counter.counts()["kept"])
+            self.assertGreaterEqual(kept[0], share * 500, share)
+            self.assertLess(kept[1], share * 500, share)
+
+
 class PermutedEpochsTest(tf.test.TestCase):
 
     def test_each_epoch_holds_every_pair_once_in_its_own_order(self):

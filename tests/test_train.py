@@ -138,6 +138,29 @@ class TrainEndToEndTest(tf.test.TestCase):
         for counts in (results["data"]["train_files"], written["data"]["train_files"]):
             self.assertEqual(counts, {"lines": 5, "kept": 3, "empty": 2})
 
+    def test_length_share_sets_the_bound_from_the_data_and_resumes(self):
+        # Sources of 1-20 bytes frame to 2-21 ids: the shortest half fit 11.
+        files = []
+        for name, lines in (("s.de", [b"a" * n for n in range(1, 21)]), ("s.en", [b"x"] * 20)):
+            files.append(os.path.join(self.get_temp_dir(), name))
+            with open(files[-1], "wb") as f:
+                f.write(b"\n".join(lines) + b"\n")
+        data = datasets.DataSpec(dataset="text", source_file=files[0], target_file=files[1],
+                                 valid_source_file=files[0], valid_target_file=files[1])
+        model_dir = self.get_temp_dir() + "/share"
+        for steps in (2, 4):  # the second call resumes: the same bound, so it is not refused
+            results = trainer.train_and_evaluate(TrainConfig(
+                data=data, model_dir=model_dir, export=False, train_steps=steps,
+                checkpoint_every=2, train_length_share=0.5, **TINY))
+            self.assertEqual(results["step"], steps)
+            with open(os.path.join(model_dir, "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual((config["train_max_length"], config["train_length_share"]),
+                             (11, 0.5))
+            counts = results["data"]["length_filter"]
+            self.assertGreater(counts["dropped"], 0)
+            self.assertGreater(counts["kept"], 0)
+
     def test_resumed_run_continues_the_same_data_stream(self):
         # 3 steps, stop, resume to 6 must equal 6 steps in one go: same weights, so the model,
         # the optimizer, the dropout seeds and the data iterator all continued.
@@ -616,6 +639,15 @@ class ConfigurationSourceTest(tf.test.TestCase):
         once = resolve(TrainConfig(data=datasets.DataSpec(dataset="text"),
                                    time_budget_seconds=1800.0))
         self.assertEqual(resolve(once), once)  # resolving twice keeps the preset's mark
+
+    def test_length_share_out_of_range_names_the_value(self):
+        from bytenet_tf.training.config import resolve
+
+        for share in (0.0, 1.01):
+            with self.assertRaisesRegex(ConfigError, r"^`train_length_share` must be in \(0, 1\] "
+                                        rf".*Received: train_length_share={share}$"):
+                resolve(TrainConfig(train_length_share=share))
+        self.assertEqual(resolve(TrainConfig()).train_length_share, 1.0)
 
     def test_library_errors_name_arguments_and_the_binary_names_flags(self):
         from bytenet_tf.training.config import resolve

@@ -30,8 +30,8 @@ RESUMABLE_CHANGES = ("dtype",)
 TRAINING_SETTINGS = ("learning_rate", "warmup_steps", "schedule", "learning_rate_floor",
                      "decay_learning_rate", "weight_decay", "adam_beta_2", "adam_epsilon",
                      "clip_norm", "label_smoothing", "ema_decay", "batch_size",
-                     "tokens_per_batch", "train_max_length", "bucketing", "shuffle_buffer",
-                     "curriculum_epochs", "unicode_normalization")
+                     "tokens_per_batch", "train_max_length", "train_length_share", "bucketing",
+                     "shuffle_buffer", "curriculum_epochs", "unicode_normalization")
 
 # The training data, by `DataSpec` field: the settings every dataset has, and each dataset's
 # own. A training file counts by its path, which the checkpointed data iterator reopens, and by

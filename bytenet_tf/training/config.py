@@ -25,7 +25,8 @@ DEFAULTS = dict(model="bytenet_selu", batch_size=32, tokens_per_batch=0, train_s
                 time_budget_seconds=0.0, learning_rate=3e-4, label_smoothing=0.0, weight_decay=0.0,
                 warmup_steps=1000, schedule="rsqrt", checkpoint_every=1000,
                 eval_every=5000, valid_size=200, log_every=50, average_last=0,
-                select_by="last", beam_size=1, shuffle_buffer=10000, curriculum_epochs=0.0)
+                select_by="last", beam_size=1, shuffle_buffer=10000, curriculum_epochs=0.0,
+                train_length_share=1.0)
 
 # Data, not code: per-dataset values for fields left unset.
 PRESETS = {
@@ -158,6 +159,12 @@ class TrainConfig:
     train_max_length: int = option(None, "Longest training pair in bytes, EOS included; longer "
                                    "pairs are dropped and counted. At most `max_length`, which is "
                                    "the default.")
+    train_length_share: float = option(
+        None, "Keep the shortest this share of the training pairs: the training length bound "
+        "becomes the shortest framed length (the longer side's bytes plus EOS) that at least "
+        "this share of all training pairs fit, where that is below train_max_length. Measured "
+        "in one pass over the training data before training, logged, and written to "
+        "config.json as train_max_length; 1 keeps every pair that train_max_length allows.")
     batch_size: int = option(None, "Global batch size in sentence pairs.")
     tokens_per_batch: int = option(None, "Global token budget per batch (each length bucket "
                                    "holds budget // its bound pairs); 0 uses batch_size, and "
@@ -312,6 +319,9 @@ def resolve(config):
     if resolved.length_penalty is not None and resolved.length_penalty < 0:
         raise ConfigError("`length_penalty` must be >= 0 (0: no length normalization). "
                          f"Received: length_penalty={resolved.length_penalty}")
+    if not 0 < resolved.train_length_share <= 1:
+        raise ConfigError("`train_length_share` must be in (0, 1] (1 keeps every pair). "
+                          f"Received: train_length_share={resolved.train_length_share}")
     if resolved.curriculum_epochs < 0:
         raise ConfigError("`curriculum_epochs` must be >= 0 (0: no curriculum). Received: "
                           f"curriculum_epochs={resolved.curriculum_epochs}")

@@ -2,7 +2,8 @@
 
 In: a resolved `TrainConfig`, a `tf.distribute.Strategy` and the checkpoint a run resumes from.
 Out: a distributed iterator of `pipelines.preprocessing.make_batches` batches, the length filter
-that counts dropped pairs, and the training files' counts.
+that counts dropped pairs, and the training files' counts. `apply_length_share` sets the length
+filter's bound from the data before a run is built, when `train_length_share` asks for one.
 
 Where TensorFlow can save the iterator (the default strategy, which `auto` picks on one CPU or
 one GPU), a checkpoint holds it, and a resumed run continues the same stream of batches, shuffle
@@ -77,6 +78,37 @@ class TrainingStream:
         stats = self.stats[0] if self.stats else None
         return {"train_files": dataclasses.asdict(stats) if stats else None,
                 "length_filter": self.length_filter.counts()}
+
+
+def apply_length_share(config):
+    """`config` with `train_max_length` lowered to the bound that `train_length_share` asks for.
+
+    With a share below 1, reads the training pairs once (`preprocessing.framed_length_counts`)
+    and lowers `train_max_length` to `preprocessing.share_length_bound` when that is shorter.
+    The bound depends on the data alone, so a resumed run finds the same one.
+
+    Args:
+        config: a resolved `TrainConfig`.
+
+    Returns:
+        A resolved `TrainConfig`: `config` itself when the share is 1.
+    """
+    if config.train_length_share >= 1:
+        return config
+    logging.info("Measuring the training pairs' lengths for train_length_share=%g (one pass "
+                 "over the training data).", config.train_length_share)
+    pairs, _ = datasets.load_pairs_with_stats(config.data, "train")
+    counts = preprocessing.framed_length_counts(pairs, config.unicode_normalization)
+    bound = preprocessing.share_length_bound(counts, config.train_length_share)
+    total = int(counts.sum())
+    kept = int(counts[:min(bound, config.train_max_length) + 1].sum())
+    logging.info("Training length bound: %d bytes (EOS included), which %d of the %d training "
+                 "pairs (%.1f%%) fit: train_length_share=%g, train_max_length=%d.",
+                 min(bound, config.train_max_length), kept, total, 100 * kept / total,
+                 config.train_length_share, config.train_max_length)
+    if bound >= config.train_max_length:
+        return config
+    return dataclasses.replace(config, train_max_length=bound)
 
 
 def pipeline_config(config, replicas=1, seed=None):

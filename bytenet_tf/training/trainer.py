@@ -33,7 +33,7 @@ from bytenet_tf.training.finish import INITIAL_RESERVE_SHARE, EndPlan, finish
 from bytenet_tf.training.optimizer import make_optimizer
 from bytenet_tf.training.schedule import BudgetClock
 from bytenet_tf.training.step import make_train_step
-from bytenet_tf.training.stream import TrainingStream
+from bytenet_tf.training.stream import TrainingStream, apply_length_share
 from pipelines.options import ConfigError
 
 TrainingDivergedError = loop.TrainingDivergedError
@@ -124,6 +124,7 @@ def train_and_evaluate(config, prepare_model=None):
     keras.utils.set_random_seed(config.seed)
     chief = devices.is_chief(strategy)
     config = _no_budget_across_workers(config, strategy, budget_from_preset)
+    config = apply_length_share(config)
     checkpoint_dir = config.model_dir if chief else os.path.join(
         config.model_dir, f"worker_{devices.worker_index()}")
     with strategy.scope():
