@@ -90,7 +90,7 @@ class TextPresetTest(tf.test.TestCase):
         data = datasets.DataSpec(dataset="text", source_file="a", target_file="b")
         bound, short = SHORT_BUDGET["text"]
         self.assertEqual(short, dict(num_stacks=2, weight_decay=0.03, label_smoothing=0.2,
-                                     curriculum_epochs=2.0))
+                                     curriculum_epochs=2.0, train_length_share=0.85))
         long = resolve(TrainConfig(data=data))
         self.assertEqual((long.num_stacks, long.weight_decay, long.label_smoothing),
                          (3, 0.1, 0.1))
@@ -98,15 +98,15 @@ class TextPresetTest(tf.test.TestCase):
             with self.subTest(budget=budget):
                 resolved = resolve(TrainConfig(data=data, time_budget_seconds=budget))
                 self.assertEqual((resolved.num_stacks, resolved.weight_decay,
-                                  resolved.label_smoothing, resolved.curriculum_epochs),
-                                 (2, 0.03, 0.2, 2.0))
+                                  resolved.label_smoothing, resolved.curriculum_epochs,
+                                  resolved.train_length_share), (2, 0.03, 0.2, 2.0, 0.85))
                 self.assertEqual(resolved.hidden_size, 256)  # the rest is the preset's
         for budget in (bound, 7200.0, 0.0):  # 0: no budget, the steps decide
             with self.subTest(budget=budget):
                 resolved = resolve(TrainConfig(data=data, time_budget_seconds=budget))
                 self.assertEqual((resolved.num_stacks, resolved.weight_decay,
-                                  resolved.label_smoothing, resolved.curriculum_epochs),
-                                 (3, 0.1, 0.1, 0.0))
+                                  resolved.label_smoothing, resolved.curriculum_epochs,
+                                  resolved.train_length_share), (3, 0.1, 0.1, 0.0, 1.0))
         mine = resolve(TrainConfig(data=data, time_budget_seconds=1800.0, num_stacks=3,
                                    weight_decay=0.1, label_smoothing=0.1))
         self.assertEqual((mine.num_stacks, mine.weight_decay, mine.label_smoothing),
