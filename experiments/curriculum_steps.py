@@ -34,10 +34,12 @@ def epoch_steps(config, steps, half_epochs):
     least that many epochs' worth, among the first `steps` batches.
 
     Args:
-        config: a resolved `TrainConfig`.
+        config: a resolved `TrainConfig`; its `train_length_share` sets the length filter's
+            bound as in bytenet-train, and the marks count the pairs that the filter keeps.
         steps: int >= 1, batches to draw at most.
         half_epochs: int >= 1, how many half-epoch marks to find.
     """
+    config = stream.apply_length_share(config)  # the length bound bytenet-train would use
     pairs, stats = datasets.load_pairs_with_stats(config.data, "train",
                                                   in_memory_up_to=config.shuffle_buffer)
     count = stats.kept
