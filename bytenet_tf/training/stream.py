@@ -99,15 +99,13 @@ def apply_length_share(config):
                  "over the training data).", config.train_length_share)
     pairs, _ = datasets.load_pairs_with_stats(config.data, "train")
     counts = preprocessing.framed_length_counts(pairs, config.unicode_normalization)
-    bound = preprocessing.share_length_bound(counts, config.train_length_share)
-    total = int(counts.sum())
-    kept = int(counts[:min(bound, config.train_max_length) + 1].sum())
+    bound = min(preprocessing.share_length_bound(counts, config.train_length_share),
+                config.train_max_length)
+    total, kept = int(counts.sum()), int(counts[:bound + 1].sum())
     logging.info("Training length bound: %d bytes (EOS included), which %d of the %d training "
                  "pairs (%.1f%%) fit: train_length_share=%g, train_max_length=%d.",
-                 min(bound, config.train_max_length), kept, total, 100 * kept / total,
-                 config.train_length_share, config.train_max_length)
-    if bound >= config.train_max_length:
-        return config
+                 bound, kept, total, 100 * kept / total, config.train_length_share,
+                 config.train_max_length)
     return dataclasses.replace(config, train_max_length=bound)
 
 
