@@ -132,6 +132,13 @@ def framed_length_counts(pairs, unicode_normalization=None, chunk=8192):
     return counts
 
 
+def check_length_share(share):
+    """Raises ConfigError unless `share` (bytenet-train's `train_length_share`) is in (0, 1]."""
+    if not 0 < share <= 1:
+        raise ConfigError(f"`train_length_share` must be in (0, 1] (1 keeps every pair). "
+                          f"Received: train_length_share={share}")
+
+
 def share_length_bound(counts, share):
     """The shortest framed length that at least `share` of the pairs fit.
 
@@ -146,9 +153,7 @@ def share_length_bound(counts, share):
     Raises:
         ConfigError: `share` is outside (0, 1], or there are no pairs.
     """
-    if not 0 < share <= 1:
-        raise ConfigError(f"`train_length_share` must be in (0, 1] (1 keeps every pair). "
-                          f"Received: train_length_share={share}")
+    check_length_share(share)
     cumulative = np.cumsum(counts)
     total = int(cumulative[-1]) if len(cumulative) else 0
     if not total:

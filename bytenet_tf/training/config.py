@@ -18,6 +18,7 @@ from bytenet_tf import ops, zoo
 from bytenet_tf.export import PRECISIONS as EXPORT_PRECISIONS
 from bytenet_tf.layers.cross_attention import CROSS_ATTENTION
 from bytenet_tf.training import devices
+from pipelines import preprocessing
 from pipelines.datasets import DataSpec
 from pipelines.options import ConfigError, option
 
@@ -326,9 +327,7 @@ def resolve(config):
     if resolved.length_penalty is not None and resolved.length_penalty < 0:
         raise ConfigError("`length_penalty` must be >= 0 (0: no length normalization). "
                          f"Received: length_penalty={resolved.length_penalty}")
-    if not 0 < resolved.train_length_share <= 1:
-        raise ConfigError("`train_length_share` must be in (0, 1] (1 keeps every pair). "
-                          f"Received: train_length_share={resolved.train_length_share}")
+    preprocessing.check_length_share(resolved.train_length_share)
     if resolved.curriculum_epochs < 0:
         raise ConfigError("`curriculum_epochs` must be >= 0 (0: no curriculum). Received: "
                           f"curriculum_epochs={resolved.curriculum_epochs}")
