@@ -77,9 +77,9 @@ PRESETS = {
     # 24.99; validation BLEU after step 20,000 +0.65 and +0.99), and trailed it by about 1 BLEU
     # at 30 minutes on both (19.62 against 20.67, 19.50 against 20.44). These are the 2-hour
     # values; shorter budgets take `SHORT_BUDGET`'s. On an AMD EPYC Zen 3 in float32, which
-    # trains about 60% of the Zen 4's steps, they scored 25.03 at 2 hours (seed 0, 14,910
-    # steps), level with `SHORT_BUDGET`'s values at one hour there (25.15 and 24.28) and at two
-    # hours (24.83, seed 0, 21,403 steps).
+    # trains about 60% of the Zen 4's steps, they scored 25.03 and 24.97 at 2 hours (seeds 0
+    # and 1, 14,910 and 14,951 steps), level with `SHORT_BUDGET`'s values at one hour there
+    # (25.15 and 24.28) and at two hours (24.83, seed 0, 21,403 steps).
     "text": dict(time_budget_seconds=7200.0, train_steps=1_000_000, schedule="cosine",
                  learning_rate=2e-3, warmup_steps=200, batch_size=32, tokens_per_batch=2560,
                  train_max_length=200, label_smoothing=0.1, weight_decay=0.1,
