@@ -111,7 +111,8 @@ PRESETS = {
 # 21.89 and 21.80 (seeds 0, 1), level with 128; at 46 minutes, about the steps that a Zen 4 in
 # bf16 trains in 30 (7,887 against 7,991), 128 bytes scored 22.79 against 22.15 (seed 0); these
 # values at 30 minutes there, 124 bytes: 22.09, 20.77 and 21.52 (seeds 0-2, mean 21.46, against
-# 21.71 for 128 bytes), and 25.15 and 24.28 at one hour (seeds 0, 1). Not measured on a bf16 CPU.
+# 21.71 for 128 bytes), and 25.15 and 24.28 at one hour (seeds 0, 1). On an AMD EPYC Zen 4 in
+# bf16 at 30 minutes: 24.11, 23.27 and 23.18 (seeds 0-2, 8,621-8,659 steps, mean 23.52).
 SHORT_BUDGET = {
     "text": (5400.0, dict(num_stacks=2, weight_decay=0.03, label_smoothing=0.2,
                           curriculum_epochs=2.0, train_length_share=0.85)),
