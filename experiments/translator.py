@@ -160,9 +160,10 @@ def rescore(name, export_path, test_sentences):
         "previous_test_sentences": result.get("test_sentences", 200)})
 
 
-def exported_weights(model_dir, results, model_config):
+def exported_weights(model_dir, results, model_config, candidate=None):
     """Rebuilds the exported model in Keras from its checkpoints (as `results["selection"]`
-    chose it), to decode it in other ways than the SavedModel does."""
+    chose it, or its `candidate`: "last", "average_last_K" or "best_validated"), to decode it
+    in other ways than the SavedModel does."""
     from bytenet_tf import zoo
     config = {k: v for k, v in model_config.items() if k not in ("name", "trainable", "dtype")}
     # Every constructor argument is given; the zoo name also names the model, and so the
@@ -170,7 +171,11 @@ def exported_weights(model_dir, results, model_config):
     model = zoo.build_model(model_config["name"], **config)
     model({"source": tf.constant([[65, 2]]), "target": tf.constant([[1, 66]])})
     selection = results["selection"]
-    chosen = selection["chosen"]
+    chosen = candidate or selection["chosen"]
+    if chosen not in selection["candidates"] or chosen == "ema":
+        raise ValueError(f"`candidate` must be one of this run's checkpoint candidates, "
+                         f"{sorted(set(selection['candidates']) - {'ema'})}. Received: "
+                         f"candidate={chosen!r}")
     if chosen.startswith("average_last"):
         checkpoints.average_checkpoints(model, [os.path.join(model_dir, name) for name in
                                             selection["candidates"][chosen]["checkpoints"]])

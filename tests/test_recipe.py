@@ -234,6 +234,19 @@ class AverageAndSelectTest(tf.test.TestCase):
         self.assertEqual(stored["exported_weights"], picked["chosen"])
         with open(os.path.join(model_dir, "best", "best.json")) as f:
             self.assertIn(json.load(f)["step"], (3, 6, 9, 12))
+        # Every candidate rebuilt from the run folder, as experiments/selection_spread.py
+        # decodes it, scores on the validation set what the selection recorded for it.
+        from experiments import selection_spread, translator
+        sources, references = datasets.take_pairs(config.data, "validation", config.valid_size)
+        names = selection_spread.candidates_of(results)
+        self.assertEqual(names, list(picked["candidates"]))
+        for name in names:
+            model = translator.exported_weights(model_dir, results, stored["model_config"], name)
+            rebuilt, _ = evaluation.validate(inference.Translator(model), sources, references)
+            self.assertAlmostEqual(rebuilt[metric], picked["candidates"][name][metric], places=3,
+                                   msg=name)
+        with self.assertRaisesRegex(ValueError, "candidate='ema'"):
+            translator.exported_weights(model_dir, results, stored["model_config"], "ema")
 
 
 class TimeBudgetTest(tf.test.TestCase):
