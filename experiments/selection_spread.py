@@ -4,7 +4,7 @@
 
 For each finished `experiments/translator.py` run, rebuilds every weights candidate that its
 selection scored (the last weights, the mean of the last checkpoints, the best validated
-checkpoint; `exported_weights`) and decodes it:
+checkpoint and, with `ema_decay`, the moving average; `exported_weights`) and decodes it:
 - greedily, on all of the run's held-out validation pairs (`VALID_PAIRS`: captions, Tatoeba and
   news, in train's order, so the first `valid_size` are the captions the trainer chose on);
 - with the run's beam on the same pairs, every length penalty of the grid choosing among the
@@ -43,10 +43,10 @@ METRIC = "bleu"
 
 
 def candidates_of(results):
-    """The candidates a run's selection scored from checkpoints, in its order (not EMA, not
-    the ones the budget left out)."""
+    """The candidates a run's selection scored, in its order (not the ones the budget left
+    out)."""
     return [name for name, entry in results["selection"]["candidates"].items()
-            if name != "ema" and "skipped" not in entry]
+            if "skipped" not in entry]
 
 
 def chosen_by(scores):

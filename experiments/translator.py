@@ -162,8 +162,9 @@ def rescore(name, export_path, test_sentences):
 
 def exported_weights(model_dir, results, model_config, candidate=None):
     """Rebuilds the exported model in Keras from its checkpoints (as `results["selection"]`
-    chose it, or its `candidate`: "last", "average_last_K" or "best_validated"), to decode it
-    in other ways than the SavedModel does."""
+    chose it, or its `candidate`: "last", "average_last_K", "best_validated" or "ema", the
+    moving average that the last checkpoint holds), to decode it in other ways than the
+    SavedModel does."""
     from bytenet_tf import zoo
     config = {k: v for k, v in model_config.items() if k not in ("name", "trainable", "dtype")}
     # Every constructor argument is given; the zoo name also names the model, and so the
@@ -172,11 +173,16 @@ def exported_weights(model_dir, results, model_config, candidate=None):
     model({"source": tf.constant([[65, 2]]), "target": tf.constant([[1, 66]])})
     selection = results["selection"]
     chosen = candidate or selection["chosen"]
-    if chosen not in selection["candidates"] or chosen == "ema":
-        raise ValueError(f"`candidate` must be one of this run's checkpoint candidates, "
-                         f"{sorted(set(selection['candidates']) - {'ema'})}. Received: "
-                         f"candidate={chosen!r}")
-    if chosen.startswith("average_last"):
+    if chosen not in selection["candidates"]:
+        raise ValueError(f"`candidate` must be one of this run's selection candidates, "
+                         f"{sorted(selection['candidates'])}. Received: candidate={chosen!r}")
+    if chosen == "ema":
+        from bytenet_tf.training import ema
+        average = ema.WeightAverage(model, selection["candidates"]["ema"]["decay"])
+        tf.train.Checkpoint(ema=average).restore(
+            tf.train.latest_checkpoint(model_dir)).expect_partial()
+        average.assign_to_model()
+    elif chosen.startswith("average_last"):
         checkpoints.average_checkpoints(model, [os.path.join(model_dir, name) for name in
                                             selection["candidates"][chosen]["checkpoints"]])
     elif chosen == "best_validated":

@@ -210,7 +210,7 @@ class AverageAndSelectTest(tf.test.TestCase):
         model_dir = self.get_temp_dir() + "/select"
         config = TrainConfig(data=_text_files(self.get_temp_dir()), model_dir=model_dir,
                              export_dir=model_dir + "/export", train_steps=12, checkpoint_every=3,
-                             eval_every=3, beam_size=2, learning_rate=3e-3,
+                             eval_every=3, beam_size=2, learning_rate=3e-3, ema_decay=0.9,
                              **dict(TINY, max_length=40))
         with mock.patch.object(selection, "LENGTH_PENALTY_GRID", (0.0, 1.0)):
             results = trainer.train_and_evaluate(config)
@@ -243,10 +243,13 @@ class AverageAndSelectTest(tf.test.TestCase):
         for name in names:
             model = translator.exported_weights(model_dir, results, stored["model_config"], name)
             rebuilt, _ = evaluation.validate(inference.Translator(model), sources, references)
-            self.assertAlmostEqual(rebuilt[metric], picked["candidates"][name][metric], places=3,
-                                   msg=name)
-        with self.assertRaisesRegex(ValueError, "candidate='ema'"):
-            translator.exported_weights(model_dir, results, stored["model_config"], "ema")
+            for score in ("bleu", "chrf"):
+                self.assertAlmostEqual(rebuilt[score], picked["candidates"][name][score],
+                                       places=3, msg=f"{name} {score}")
+        self.assertIn("ema", names)
+        with self.assertRaisesRegex(ValueError, "candidate='average_last_9'"):
+            translator.exported_weights(model_dir, results, stored["model_config"],
+                                        "average_last_9")
 
 
 class TimeBudgetTest(tf.test.TestCase):
