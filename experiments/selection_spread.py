@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import logging  # noqa: E402
 
 from bytenet_tf import inference, scoring  # noqa: E402
-from bytenet_tf.training import evaluation, selection  # noqa: E402
+from bytenet_tf.training import evaluation  # noqa: E402
+from experiments.beam_width import beam_outputs  # noqa: E402
 from experiments.common import RUNS, cpu_name, write_results  # noqa: E402
 from experiments.translator import exported_weights  # noqa: E402
 from pipelines import text  # noqa: E402
@@ -52,14 +53,6 @@ def candidates_of(results):
 def chosen_by(scores):
     """The key of `scores` ({key: {METRIC: float}}) with the highest METRIC, the first on ties."""
     return max(scores, key=lambda key: scores[key][METRIC])
-
-
-def beam_outputs(model, beam_size, sources, references):
-    """`{alpha: (hypotheses, scores)}` of one beam search (`selection.penalty_outputs`)."""
-    beams = inference.translate_batches(inference.BeamCandidates(model, beam_size), sources,
-                                        progress=True, description=f"beam {beam_size}")
-    bound = inference.Translator(model).output_bound
-    return selection.penalty_outputs(beams, sources, references, bound)
 
 
 def subset_scores(sources, references, outputs, size):
@@ -83,10 +76,13 @@ def run_spread(name, model_dir):
     greedy_outputs = {}
     for candidate in candidates_of(results):
         model = exported_weights(model_dir, results, run_config["model_config"], candidate)
-        greedy = inference.translate_batches(inference.Translator(model), valid_sources,
-                                             progress=True, description="greedy")
-        by_alpha = beam_outputs(model, beam_size, valid_sources, valid_references)
-        test_by_alpha = beam_outputs(model, beam_size, test_sources, test_references)
+        translator = inference.Translator(model)
+        greedy = inference.translate_batches(translator, valid_sources, progress=True,
+                                             description="greedy")
+        by_alpha, _ = beam_outputs(model, beam_size, valid_sources, valid_references,
+                                   translator.output_bound)
+        test_by_alpha, _ = beam_outputs(model, beam_size, test_sources, test_references,
+                                        translator.output_bound)
         greedy_outputs[candidate] = greedy
         row = {"run_validation_bleu": results["selection"]["candidates"][candidate]["bleu"]}
         for label, size in sets.items():
